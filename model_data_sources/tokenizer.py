@@ -1,0 +1,85 @@
+"""A small byte-level BPE tokenizer trained on the Python standard library.
+
+Every machine with CPython has the corpus, so the tokenizer is built offline and
+identically everywhere.
+"""
+
+from __future__ import annotations
+
+import sysconfig
+from collections.abc import Iterator
+from pathlib import Path
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
+
+BOS = "<|begin|>"
+EOS = "<|im_end|>"
+IM_START = "<|im_start|>"
+PAD = "<|pad|>"
+MASK = "<|mask|>"
+SPECIAL_TOKENS = [PAD, BOS, IM_START, EOS, MASK]
+
+# ChatML, the template most chat models on the Hub use.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+# A fixed, sorted list keeps the corpus (and so the merges) identical on every run.
+CORPUS_MODULES = [
+    "argparse.py",
+    "ast.py",
+    "collections/__init__.py",
+    "dataclasses.py",
+    "functools.py",
+    "inspect.py",
+    "json/decoder.py",
+    "json/encoder.py",
+    "pathlib.py",
+    "random.py",
+    "shutil.py",
+    "string.py",
+    "textwrap.py",
+    "typing.py",
+]
+
+
+def stdlib_dir() -> Path:
+    return Path(sysconfig.get_paths()["stdlib"])
+
+
+def corpus_files() -> list[Path]:
+    root = stdlib_dir()
+    return [root / name for name in CORPUS_MODULES if (root / name).is_file()]
+
+
+def iter_corpus() -> Iterator[str]:
+    for path in corpus_files():
+        yield path.read_text(encoding="utf-8")
+
+
+def build_tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:
+    """Train a byte-level BPE with `vocab_size` entries, special tokens included."""
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(iter_corpus(), trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        bos_token=BOS,
+        eos_token=EOS,
+        pad_token=PAD,
+        mask_token=MASK,
+        additional_special_tokens=[IM_START],
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    return fast

@@ -1,0 +1,1 @@
+"""SageMaker-compatible serving front for vLLM with P-EAGLE speculative decoding."""

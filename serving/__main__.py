@@ -1,0 +1,52 @@
+"""`python -m serving serve|check`: the container's entry points."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from serving import preflight
+from serving.settings import Settings, SettingsError, load_settings
+
+EXIT_BAD_CONFIG = 2
+log = logging.getLogger("serving")
+
+
+def checked_settings() -> Settings | None:
+    """Settings and preflight; prints every problem and returns None when start-up must stop."""
+    try:
+        settings = load_settings()
+    except SettingsError as error:
+        for problem in error.problems:
+            log.error("%s", problem)
+        return None
+    report = preflight.check(settings)
+    for warning in report.warnings:
+        log.warning("%s", warning)
+    for problem in report.errors:
+        log.error("%s", problem)
+    log.info("%s", report.summary)
+    return settings if report.ok else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m serving", description=__doc__)
+    parser.add_argument("command", choices=["serve", "check"])
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # One line per request comes from our access log; httpx would add one per engine call.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    settings = checked_settings()
+    if settings is None:
+        log.error("start-up stopped before loading any weights; fix the problems above.")
+        return EXIT_BAD_CONFIG
+    if args.command == "check":
+        return 0
+    from serving.server import serve
+
+    return serve(settings)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

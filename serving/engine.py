@@ -1,0 +1,107 @@
+"""The vLLM OpenAI server as a child process on loopback: argv, start, health, stop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+
+import httpx
+
+from serving.settings import Settings
+
+log = logging.getLogger("serving.engine")
+
+VLLM_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+HEALTH_POLL_SECONDS = 0.5
+
+
+class EngineExited(RuntimeError):
+    """The vLLM process ended."""
+
+
+def build_argv(settings: Settings, python: str = sys.executable) -> list[str]:
+    """The engine's command line: our fixed flags first, the user's SM_VLLM_* flags last so
+    they win where argparse takes the last value."""
+    argv = [
+        python,
+        "-m",
+        VLLM_SERVER_MODULE,
+        "--model",
+        settings.model,
+        "--host",
+        settings.engine_host,
+        "--port",
+        str(settings.engine_port),
+        # The front writes one access line per request; vLLM's would double them.
+        "--disable-uvicorn-access-log",
+    ]
+    if settings.speculative_config is not None:
+        argv += ["--speculative-config", json.dumps(settings.speculative_config)]
+    if settings.tensor_parallel_size is not None:
+        argv += ["--tensor-parallel-size", str(settings.tensor_parallel_size)]
+    return argv + list(settings.engine_flags)
+
+
+class Engine:
+    """One vLLM server process. Its stdout and stderr are the container's."""
+
+    def __init__(self, argv: list[str], url: str):
+        self.argv = argv
+        self.url = url
+        self.process: asyncio.subprocess.Process | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode if self.process else None
+
+    async def start(self) -> None:
+        log.info("starting engine: %s", " ".join(self.argv))
+        # Its own session, so stop() can end vLLM's worker processes with it.
+        self.process = await asyncio.create_subprocess_exec(*self.argv, start_new_session=True)
+
+    async def wait_ready(self, client: httpx.AsyncClient) -> None:
+        """Return once /health answers 200; raise EngineExited if the process ends first."""
+        assert self.process is not None
+        while True:
+            if self.process.returncode is not None:
+                raise EngineExited(f"engine exited with code {self.process.returncode}")
+            try:
+                response = await client.get(f"{self.url}/health", timeout=2.0)
+                if response.status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(HEALTH_POLL_SECONDS)
+
+    async def wait_exit(self) -> int:
+        assert self.process is not None
+        return await self.process.wait()
+
+    def kill_group(self, sig: int) -> None:
+        if self.process is None:
+            return
+        try:
+            os.killpg(self.process.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM the engine and its workers; SIGKILL whatever is left after `timeout`."""
+        if self.process is None:
+            return
+        self.kill_group(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(self.process.wait(), timeout)
+        except TimeoutError:
+            log.warning("engine did not stop within %.0f s; killing it", timeout)
+        # Workers may outlive the server process; the group goes in any case.
+        self.kill_group(signal.SIGKILL)
+        await self.process.wait()

@@ -1,0 +1,103 @@
+"""The container's life: loading -> ready -> draining -> stopped, or dead when the engine ends.
+
+/ping and the request gate read `status`; nothing here blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import signal
+import time
+from collections.abc import Callable
+
+import httpx
+
+from serving.engine import Engine, EngineExited
+
+log = logging.getLogger("serving.lifecycle")
+
+EXIT_ENGINE_DIED = 3
+
+
+class Status(enum.Enum):
+    LOADING = "loading"
+    READY = "ready"
+    DRAINING = "draining"
+    DEAD = "dead"
+
+
+class Lifecycle:
+    def __init__(
+        self,
+        engine: Engine,
+        drain_seconds: float,
+        engine_exit_seconds: float,
+        request_exit: Callable[[int], None],
+    ):
+        self.engine = engine
+        self.drain_seconds = drain_seconds
+        self.engine_exit_seconds = engine_exit_seconds
+        self.request_exit = request_exit
+        self.status = Status.LOADING
+        self.in_flight = 0
+        self.started_at = time.monotonic()
+        self.ready_at: float | None = None
+        self.died = asyncio.Event()
+        self._tasks: list[asyncio.Task] = []
+
+    @property
+    def ready(self) -> bool:
+        return self.status is Status.READY
+
+    def start(self, client: httpx.AsyncClient) -> None:
+        """Start the engine's supervision; returns at once (the engine loads in the background)."""
+        self._tasks.append(asyncio.create_task(self._supervise(client), name="engine-supervisor"))
+
+    async def _supervise(self, client: httpx.AsyncClient) -> None:
+        await self.engine.start()
+        try:
+            await self.engine.wait_ready(client)
+        except EngineExited as error:
+            self._engine_died(str(error))
+            return
+        if self.status is Status.LOADING:
+            self.status = Status.READY
+            self.ready_at = time.monotonic()
+            log.info("engine ready after %.1f s; serving", self.ready_at - self.started_at)
+        # stop() cancels this task before ending the engine, so any exit seen here is a death.
+        code = await self.engine.wait_exit()
+        self._engine_died(f"engine exited with code {code}")
+
+    def _engine_died(self, reason: str) -> None:
+        log.error("%s; the container stops so the platform can replace it", reason)
+        self.status = Status.DEAD
+        self.died.set()
+        # Take down any vLLM workers left behind, then give in-flight requests a moment to
+        # receive their errors before the process exits.
+        self.engine.kill_group(signal.SIGKILL)
+        asyncio.get_running_loop().call_later(
+            self.engine_exit_seconds, self.request_exit, EXIT_ENGINE_DIED
+        )
+
+    def begin_drain(self) -> None:
+        """On SIGTERM: refuse new work, let in-flight requests finish, then exit 0."""
+        if self.status in (Status.DRAINING, Status.DEAD):
+            return
+        log.info("draining: %d request(s) in flight, up to %.0f s", self.in_flight, self.drain_seconds)
+        self.status = Status.DRAINING
+        self._tasks.append(asyncio.create_task(self._drain(), name="drain"))
+
+    async def _drain(self) -> None:
+        deadline = time.monotonic() + self.drain_seconds
+        while self.in_flight > 0 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        if self.in_flight:
+            log.warning("drain limit reached with %d request(s) still in flight", self.in_flight)
+        self.request_exit(0)
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await self.engine.stop()
