@@ -1,0 +1,98 @@
+"""The front end to end: real vLLM (CPU build) with P-EAGLE behind the real FastAPI front."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+CHAT = {"messages": [{"role": "user", "content": "What is deep learning?"}], "max_tokens": 16}
+
+
+def test_chat_payload_returns_a_chat_completion(client: httpx.Client):
+    response = client.post("/invocations", json=CHAT)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["object"] == "chat.completion"
+    assert body["choices"][0]["message"]["content"]
+    assert body["usage"]["completion_tokens"] == 16
+
+
+def test_model_is_optional_and_filled_with_the_served_model(client: httpx.Client, peagle):
+    body = client.post("/invocations", json=CHAT).json()
+    served = client.get("/v1/models").json()["data"][0]["id"]
+    assert body["model"] == served
+
+
+def test_completion_payload_returns_a_text_completion(client: httpx.Client):
+    response = client.post("/invocations", json={"prompt": "def add(a, b):", "max_tokens": 8})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["object"] == "text_completion"
+    assert body["choices"][0]["text"]
+
+
+def test_stream_relays_server_sent_events_ending_with_done(client: httpx.Client):
+    with client.stream("POST", "/invocations", json={**CHAT, "stream": True}) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = [line for line in response.iter_lines() if line.startswith("data: ")]
+    assert events[-1] == "data: [DONE]"
+    chunks = [json.loads(event[len("data: ") :]) for event in events[:-1]]
+    assert len(chunks) >= 3
+    assert all(chunk["object"] == "chat.completion.chunk" for chunk in chunks)
+    text = "".join(chunk["choices"][0]["delta"].get("content") or "" for chunk in chunks)
+    assert text
+
+
+def test_p_eagle_drafts_are_counted_on_the_fronts_metrics(client: httpx.Client, peagle):
+    before = peagle.metric("vllm:spec_decode_num_drafts_total")
+    assert client.post("/invocations", json=CHAT).status_code == 200
+    after = peagle.metric("vllm:spec_decode_num_drafts_total")
+    assert after > before >= 0
+    # Parallel drafting: every draft proposes K tokens in one pass.
+    assert peagle.metric("vllm:spec_decode_num_draft_tokens_total") >= 3 * after
+
+
+def test_engine_errors_keep_their_status_and_json_body(client: httpx.Client):
+    response = client.post("/invocations", json={**CHAT, "temperature": -1})
+    assert response.status_code == 400
+    assert "temperature" in response.json()["error"]["message"]
+
+
+def test_payload_without_messages_or_prompt_is_refused_naming_both(client: httpx.Client):
+    response = client.post("/invocations", json={"input": "hello"})
+    assert response.status_code == 400
+    message = response.json()["error"]["message"]
+    assert "messages" in message and "prompt" in message
+
+
+def test_openai_client_works_against_the_front(peagle):
+    import openai
+
+    api = openai.OpenAI(base_url=f"{peagle.url}/v1", api_key="unused")
+    model = api.models.list().data[0].id
+    reply = api.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "Hello"}], max_tokens=4
+    )
+    assert reply.choices[0].message.content
+
+
+def test_ping_is_503_while_loading_then_200_and_always_fast(peagle):
+    statuses = [status for status, _ in peagle.startup_pings]
+    assert statuses[0] == 503, "the first answer came after the engine was ready"
+    assert statuses[-1] == 200
+    assert set(statuses) == {503, 200}
+    slowest = max(seconds for _, seconds in peagle.startup_pings)
+    assert slowest < 0.05, f"slowest /ping during start-up took {slowest * 1000:.1f} ms"
+    with httpx.Client() as http:
+        for _ in range(20):
+            response = http.get(f"{peagle.url}/ping")
+            assert response.status_code == 200
+            assert response.elapsed.total_seconds() < 0.05
+
+
+def test_invocations_while_loading_get_a_503_json_error(peagle):
+    status, body = peagle.loading_invocation
+    assert status == 503
+    assert "loading" in body["error"]["message"]

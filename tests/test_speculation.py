@@ -1,0 +1,43 @@
+"""Speculation is lossless: greedy output with P-EAGLE equals the target's own output."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+PROMPTS = [
+    "def fibonacci(n):",
+    "What is deep learning?",
+    "import os\nimport sys\n\n",
+    "class Stack:\n    def __init__(self):",
+    "The quick brown fox",
+    "for i in range(10):",
+]
+
+
+def greedy_tokens(url: str, prompt: str) -> list[int]:
+    payload = {
+        "prompt": prompt,
+        "max_tokens": 64,
+        "temperature": 0,
+        "ignore_eos": True,
+        "return_token_ids": True,
+    }
+    response = httpx.post(f"{url}/invocations", json=payload, timeout=120)
+    assert response.status_code == 200, response.text
+    tokens = response.json()["choices"][0]["token_ids"]
+    assert len(tokens) == 64
+    return tokens
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_greedy_tokens_identical_with_and_without_p_eagle(peagle, plain, prompt):
+    drafts_before = peagle.metric("vllm:spec_decode_num_drafts_total")
+    with_p_eagle = greedy_tokens(peagle.url, prompt)
+    assert peagle.metric("vllm:spec_decode_num_drafts_total") > drafts_before
+    assert with_p_eagle == greedy_tokens(plain.url, prompt)
+
+
+def test_plain_container_does_not_speculate(plain):
+    greedy_tokens(plain.url, PROMPTS[0])
+    assert plain.metric("vllm:spec_decode_num_drafts_total") == 0
