@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -17,6 +18,7 @@ from serving.metrics import FrontMetrics
 from serving.relay import Relay, end_to_end
 from serving.settings import Settings
 
+log = logging.getLogger("serving.app")
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -61,6 +63,8 @@ def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAP
             path, payload = invocations.route(payload, settings.served_model_name)
         except invocations.PayloadError as error:
             return error_response(error.status, error.message)
+        if settings.log_bodies:
+            log.info("%s request body: %s", request.scope["state"]["request_id"], body.decode(errors="replace"))
         headers = upstream_headers(request)
         headers["content-type"] = "application/json"
         return await relay.forward(request, "POST", path, json.dumps(payload).encode(), headers)

@@ -38,6 +38,8 @@ def build_argv(settings: Settings, python: str = sys.executable) -> list[str]:
         str(settings.engine_port),
         # The front writes one access line per request; vLLM's would double them.
         "--disable-uvicorn-access-log",
+        # The request id (SageMaker's inference id) comes back as a response header.
+        "--enable-request-id-headers",
     ]
     if settings.speculative_config is not None:
         argv += ["--speculative-config", json.dumps(settings.speculative_config)]
@@ -49,9 +51,10 @@ def build_argv(settings: Settings, python: str = sys.executable) -> list[str]:
 class Engine:
     """One vLLM server process. Its stdout and stderr are the container's."""
 
-    def __init__(self, argv: list[str], url: str):
+    def __init__(self, argv: list[str], url: str, niceness: int = 0):
         self.argv = argv
         self.url = url
+        self.niceness = niceness
         self.process: asyncio.subprocess.Process | None = None
 
     @property
@@ -66,6 +69,10 @@ class Engine:
         log.info("starting engine: %s", " ".join(self.argv))
         # Its own session, so stop() can end vLLM's worker processes with it.
         self.process = await asyncio.create_subprocess_exec(*self.argv, start_new_session=True)
+        if self.niceness:
+            # Before vLLM forks its workers (they inherit it): a busy engine must not starve
+            # the front, whose /ping has to answer SageMaker within 2 s.
+            os.setpriority(os.PRIO_PROCESS, self.process.pid, self.niceness)
 
     async def wait_ready(self, client: httpx.AsyncClient) -> None:
         """Return once /health answers 200; raise EngineExited if the process ends first."""
@@ -93,7 +100,7 @@ class Engine:
         except ProcessLookupError:
             pass
 
-    async def stop(self, timeout: float = 10.0) -> None:
+    async def stop(self, timeout: float = 3.0) -> None:
         """SIGTERM the engine and its workers; SIGKILL whatever is left after `timeout`."""
         if self.process is None:
             return

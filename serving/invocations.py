@@ -7,8 +7,11 @@ from typing import Any
 
 from starlette.requests import Request
 
-CHAT_PATH = "/v1/chat/completions"
-COMPLETION_PATH = "/v1/completions"
+# vLLM's own /invocations takes both payload kinds and applies SageMaker's session
+# (X-Amzn-SageMaker-Session-Id) and adapter (X-Amzn-SageMaker-Adapter-Identifier) rules.
+ENGINE_PATH = "/invocations"
+# Keys that mark a payload vLLM's /invocations accepts: chat, completion, session control.
+PAYLOAD_KEYS = ("messages", "prompt", "requestType")
 JSON_MEDIA_TYPES = {"application/json", "text/json"}
 
 
@@ -66,17 +69,13 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
 
 def route(payload: dict[str, Any], served_model_name: str) -> tuple[str, dict[str, Any]]:
     """The engine path for a payload, and the payload with `model` filled in."""
-    if "messages" in payload:
-        path = CHAT_PATH
-    elif "prompt" in payload:
-        path = COMPLETION_PATH
-    else:
+    if not any(key in payload for key in PAYLOAD_KEYS):
         raise PayloadError(
             400,
             "payload has neither 'messages' nor 'prompt'; send an OpenAI chat-completion payload "
             '({"messages": [{"role": "user", "content": "..."}]}) or a completion payload '
             '({"prompt": "..."}).',
         )
-    if not payload.get("model"):
+    if "requestType" not in payload and not payload.get("model"):
         payload = {**payload, "model": served_model_name}
-    return path, payload
+    return ENGINE_PATH, payload

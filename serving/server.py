@@ -52,7 +52,7 @@ class FrontServer(uvicorn.Server):
 
 
 def serve(settings: Settings) -> int:
-    engine = Engine(build_argv(settings), settings.engine_url)
+    engine = Engine(build_argv(settings), settings.engine_url, settings.engine_niceness)
     relay = Relay(settings.engine_url, max_connections=settings.max_concurrent_requests + 16)
     config = uvicorn.Config(
         app=None,  # set below, once the server (which the lifecycle calls back) exists

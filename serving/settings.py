@@ -53,6 +53,7 @@ class Settings(BaseModel):
     max_concurrent_requests: int
     drain_seconds: float
     engine_exit_seconds: float
+    engine_niceness: int
     log_format: Literal["plain", "json"]
     log_bodies: bool
 
@@ -250,6 +251,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     max_concurrent = parse_int(env, "MAX_CONCURRENT_REQUESTS", 1000, problems, minimum=1)
     drain_seconds = parse_float(env, "SERVING_DRAIN_SECONDS", 25.0, problems)
     engine_exit_seconds = parse_float(env, "SERVING_ENGINE_EXIT_SECONDS", 3.0, problems)
+    engine_niceness = parse_int(env, "SERVING_ENGINE_NICE", 10, problems, 0, 19)
     log_format = env.get("SERVING_LOG_FORMAT", "plain").strip().lower() or "plain"
     if log_format not in ("plain", "json"):
         problems.append(f"SERVING_LOG_FORMAT={log_format!r} is not known; set it to plain or json.")
@@ -272,6 +274,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         max_concurrent_requests=max_concurrent,
         drain_seconds=drain_seconds,
         engine_exit_seconds=engine_exit_seconds,
+        engine_niceness=engine_niceness,
         log_format=log_format,
         log_bodies=log_bodies,
     )

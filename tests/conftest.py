@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,6 +27,7 @@ ENTRYPOINT = ROOT / "entrypoint.sh"
 LOG_DIR = ROOT / "build" / "test-logs"
 STARTUP_TIMEOUT = 900
 LOADING_PROBE = {"messages": [{"role": "user", "content": "Are you up?"}], "max_tokens": 4}
+PEAGLE_MAX_CONCURRENT = 8
 PEAGLE_CONFIG = {"method": "eagle3", "num_speculative_tokens": 3, "parallel_drafting": True}
 
 
@@ -130,6 +133,16 @@ class Container:
             os.killpg(self.process.pid, signal.SIGKILL)
             return self.process.wait()
 
+    def engine_process(self) -> psutil.Process:
+        """The vLLM server: the front's only child process."""
+        (child,) = psutil.Process(self.process.pid).children()
+        return child
+
+    def engine_port(self) -> int:
+        match = re.search(r"engine on http://127\.0\.0\.1:(\d+)", self.log_text())
+        assert match, "the front did not log its engine's address"
+        return int(match.group(1))
+
     def metric(self, name: str, client: httpx.Client | None = None) -> float:
         """Sum of a metric's samples on the front's /metrics."""
         text = (client or httpx).get(f"{self.url}/metrics").text
@@ -151,8 +164,18 @@ def demo_root() -> Path:
 
 
 CONFIGURATIONS = {
-    "peagle": lambda: demo_env(SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)),
+    # The main container: P-EAGLE on, a small concurrency limit to reach 429 quickly, and
+    # SageMaker's stateful sessions on so session headers can be checked.
+    "peagle": lambda: demo_env(
+        SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG),
+        MAX_CONCURRENT_REQUESTS=str(PEAGLE_MAX_CONCURRENT),
+        SAGEMAKER_ENABLE_STATEFUL_SESSIONS="true",
+    ),
+    # The target alone, for the lossless comparison.
     "plain": lambda: demo_env(),
+    # Containers that a test stops: one by SIGTERM, one by killing its engine.
+    "drain": lambda: demo_env(SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)),
+    "doomed": lambda: demo_env(),
 }
 
 
@@ -177,6 +200,16 @@ def peagle(containers) -> Container:
 @pytest.fixture(scope="session")
 def plain(containers) -> Container:
     return containers["plain"]
+
+
+@pytest.fixture(scope="session")
+def drain(containers) -> Container:
+    return containers["drain"]
+
+
+@pytest.fixture(scope="session")
+def doomed(containers) -> Container:
+    return containers["doomed"]
 
 
 @pytest.fixture()

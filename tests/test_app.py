@@ -90,9 +90,3 @@ def test_ping_is_503_while_loading_then_200_and_always_fast(peagle):
             response = http.get(f"{peagle.url}/ping")
             assert response.status_code == 200
             assert response.elapsed.total_seconds() < 0.05
-
-
-def test_invocations_while_loading_get_a_503_json_error(peagle):
-    status, body = peagle.loading_invocation
-    assert status == 503
-    assert "loading" in body["error"]["message"]

@@ -1,0 +1,131 @@
+"""/invocations: payload limits and SageMaker's headers, on the real front and engine."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import httpx
+
+CHAT = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4}
+
+
+def assert_json_error(response: httpx.Response, status: int, *words: str) -> None:
+    assert response.status_code == status, response.text
+    message = response.json()["error"]["message"]
+    for word in words:
+        assert word in message, message
+
+
+def test_bad_json_is_400(client: httpx.Client):
+    response = client.post(
+        "/invocations", content=b'{"messages": [', headers={"content-type": "application/json"}
+    )
+    assert_json_error(response, 400, "not valid JSON")
+
+
+def test_json_that_is_not_an_object_is_400(client: httpx.Client):
+    assert_json_error(client.post("/invocations", json=["hello"]), 400, "JSON object")
+
+
+def test_non_json_content_type_is_415(client: httpx.Client):
+    response = client.post("/invocations", content=b"hello", headers={"content-type": "text/plain"})
+    assert_json_error(response, 415, "application/json")
+
+
+def test_body_over_the_limit_is_413_before_it_is_sent(peagle):
+    """A declared 100 MB body is refused at once: the front does not wait to read it."""
+    with socket.create_connection(("127.0.0.1", peagle.port), timeout=5) as sock:
+        sock.sendall(
+            b"POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 100000000\r\n\r\n" + b'{"messages": '
+        )
+        began = time.monotonic()
+        head = sock.recv(4096).decode(errors="replace")
+    assert head.startswith("HTTP/1.1 413"), head
+    assert "SAGEMAKER_MAX_PAYLOAD_IN_MB" in head
+    assert time.monotonic() - began < 2
+
+
+def test_streamed_body_over_the_limit_is_413(client: httpx.Client):
+    def chunks():
+        for _ in range(7):
+            yield b" " * (1024 * 1024)
+
+    response = client.post(
+        "/invocations", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert_json_error(response, 413, "6 MB")
+
+
+def test_server_unaffected_after_bad_requests(client: httpx.Client):
+    client.post("/invocations", content=b"{", headers={"content-type": "application/json"})
+    assert client.post("/invocations", json=CHAT).status_code == 200
+    assert client.get("/ping").status_code == 200
+
+
+def test_inference_id_names_the_request_in_vllm_and_our_log(client: httpx.Client, peagle):
+    inference_id = "inference-7f3a9c"
+    response = client.post(
+        "/invocations", json=CHAT, headers={"X-Amzn-SageMaker-Inference-Id": inference_id}
+    )
+    assert response.status_code == 200
+    # vLLM names its completion after the X-Request-Id it was given, and echoes the header.
+    assert inference_id in response.json()["id"]
+    assert response.headers["x-request-id"] == inference_id
+    assert f"{inference_id} POST /invocations 200" in peagle.log_text()
+
+
+def test_adapter_header_reaches_vllm_unchanged(client: httpx.Client):
+    # vLLM's SageMaker layer turns the adapter header into the model to use; no such adapter
+    # is loaded, so vLLM answers that this model does not exist, naming it.
+    response = client.post(
+        "/invocations", json=CHAT, headers={"X-Amzn-SageMaker-Adapter-Identifier": "adapter-zq7"}
+    )
+    assert response.status_code == 404, response.text
+    assert "adapter-zq7" in response.json()["error"]["message"]
+
+
+def test_session_headers_go_both_ways(client: httpx.Client):
+    opened = client.post("/invocations", json={"requestType": "NEW_SESSION"})
+    assert opened.status_code == 200, opened.text
+    # The header reads "<session id>; Expires=<time>", as SageMaker's runtime expects it.
+    session = opened.headers["x-amzn-sagemaker-new-session-id"].split(";")[0].strip()
+    answer = client.post(
+        "/invocations", json=CHAT, headers={"X-Amzn-SageMaker-Session-Id": session}
+    )
+    assert answer.status_code == 200, answer.text
+    closed = client.post(
+        "/invocations",
+        json={"requestType": "CLOSE"},
+        headers={"X-Amzn-SageMaker-Session-Id": session},
+    )
+    assert closed.status_code == 200, closed.text
+    assert closed.headers["x-amzn-sagemaker-closed-session-id"] == session
+    unknown = client.post(
+        "/invocations", json=CHAT, headers={"X-Amzn-SageMaker-Session-Id": session}
+    )
+    assert unknown.status_code >= 400
+
+
+def test_custom_attributes_are_forwarded_verbatim():
+    from starlette.requests import Request
+
+    from serving.app import upstream_headers
+
+    attributes = "trace=abc,user=42;" + "x" * 1000
+    scope = {
+        "type": "http",
+        "headers": [
+            (b"x-amzn-sagemaker-custom-attributes", attributes.encode()),
+            (b"x-amzn-sagemaker-target-variant", b"variant-a"),
+            (b"connection", b"keep-alive"),
+            (b"content-length", b"12"),
+        ],
+        "state": {"request_id": "rid-1"},
+    }
+    headers = upstream_headers(Request(scope))
+    assert headers["x-amzn-sagemaker-custom-attributes"] == attributes
+    assert headers["x-amzn-sagemaker-target-variant"] == "variant-a"
+    assert headers["x-request-id"] == "rid-1"
+    assert "connection" not in headers and "content-length" not in headers
