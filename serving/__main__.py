@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
-from serving import preflight
+from serving import logs, preflight
 from serving.settings import Settings, SettingsError, load_settings
 
 EXIT_BAD_CONFIG = 2
@@ -34,9 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m serving", description=__doc__)
     parser.add_argument("command", choices=["serve", "check"])
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # One line per request comes from our access log; httpx would add one per engine call.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    # JSON logs are asked for before the settings are read, so their own errors are JSON too.
+    logs.configure(
+        "json" if os.environ.get("SERVING_LOG_FORMAT", "").lower() == "json" else "plain"
+    )
     settings = checked_settings()
     if settings is None:
         log.error("start-up stopped before loading any weights; fix the problems above.")

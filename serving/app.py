@@ -64,7 +64,11 @@ def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAP
         except invocations.PayloadError as error:
             return error_response(error.status, error.message)
         if settings.log_bodies:
-            log.info("%s request body: %s", request.scope["state"]["request_id"], body.decode(errors="replace"))
+            log.info(
+                "%s request body: %s",
+                request.scope["state"]["request_id"],
+                body.decode(errors="replace"),
+            )
         headers = upstream_headers(request)
         headers["content-type"] = "application/json"
         return await relay.forward(request, "POST", path, json.dumps(payload).encode(), headers)
@@ -82,7 +86,7 @@ def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAP
     @app.get("/metrics")
     async def prometheus_metrics() -> Response:
         engine_text = await relay.get_text("/metrics") if lifecycle.ready else None
-        body = (engine_text or "").encode() + metrics.render()
+        body = (engine_text or "").encode() + metrics.render(engine_text or "")
         return Response(body, media_type=PROMETHEUS_TEXT)
 
     app.add_middleware(

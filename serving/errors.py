@@ -22,7 +22,9 @@ def error_body(status: int, message: str, error_type: str | None = None) -> dict
 def error_response(
     status: int, message: str, error_type: str | None = None, headers: dict | None = None
 ) -> JSONResponse:
-    return JSONResponse(error_body(status, message, error_type), status_code=status, headers=headers)
+    return JSONResponse(
+        error_body(status, message, error_type), status_code=status, headers=headers
+    )
 
 
 def sse_error(status: int, message: str, error_type: str | None = None) -> bytes:

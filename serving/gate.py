@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from serving.errors import error_response
 from serving.lifecycle import Lifecycle, Status
+from serving.logs import FIELDS
 from serving.metrics import FrontMetrics
 
 log = logging.getLogger("serving.access")
@@ -32,7 +33,9 @@ def route_label(path: str) -> str:
 
 
 class RequestGate:
-    def __init__(self, app: ASGIApp, lifecycle: Lifecycle, max_in_flight: int, metrics: FrontMetrics):
+    def __init__(
+        self, app: ASGIApp, lifecycle: Lifecycle, max_in_flight: int, metrics: FrontMetrics
+    ):
         self.app = app
         self.lifecycle = lifecycle
         self.max_in_flight = max_in_flight
@@ -48,11 +51,20 @@ class RequestGate:
         scope.setdefault("state", {})["request_id"] = request_id
         started = time.perf_counter()
         status_seen = 500
+        streaming = False
+        first_byte_seen = False
 
         async def send_with_status(message: Message) -> None:
-            nonlocal status_seen
+            nonlocal status_seen, streaming, first_byte_seen
             if message["type"] == "http.response.start":
                 status_seen = message["status"]
+                content_type = dict(message.get("headers", [])).get(b"content-type", b"")
+                streaming = content_type.startswith(b"text/event-stream")
+            elif streaming and not first_byte_seen and message.get("body"):
+                first_byte_seen = True
+                self.metrics.first_byte.labels(route_label(path)).observe(
+                    time.perf_counter() - started
+                )
             await send(message)
 
         gated = path.startswith(GATED_PREFIXES)
@@ -77,8 +89,24 @@ class RequestGate:
                 label = route_label(path)
                 self.metrics.requests.labels(label, str(status_seen)).inc()
                 self.metrics.latency.labels(label).observe(elapsed)
+                tokens = scope["state"].get("completion_tokens")
+                fields = {
+                    "request_id": request_id,
+                    "method": scope["method"],
+                    "path": path,
+                    "status": status_seen,
+                    "latency_ms": round(elapsed * 1000, 1),
+                    "completion_tokens": tokens,
+                }
                 log.info(
-                    "%s %s %s %d %.1fms", request_id, scope["method"], path, status_seen, elapsed * 1000
+                    "%s %s %s %d %.1fms tokens=%s",
+                    request_id,
+                    scope["method"],
+                    path,
+                    status_seen,
+                    elapsed * 1000,
+                    "-" if tokens is None else tokens,
+                    extra={FIELDS: fields},
                 )
 
     def refusal(self):

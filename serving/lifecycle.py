@@ -85,7 +85,9 @@ class Lifecycle:
         """On SIGTERM: refuse new work, let in-flight requests finish, then exit 0."""
         if self.status in (Status.DRAINING, Status.DEAD):
             return
-        log.info("draining: %d request(s) in flight, up to %.0f s", self.in_flight, self.drain_seconds)
+        log.info(
+            "draining: %d request(s) in flight, up to %.0f s", self.in_flight, self.drain_seconds
+        )
         self.status = Status.DRAINING
         self._tasks.append(asyncio.create_task(self._drain(), name="drain"))
 

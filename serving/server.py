@@ -72,7 +72,9 @@ def serve(settings: Settings) -> int:
     )
     server.lifecycle = lifecycle
     config.app = create_app(settings, lifecycle, relay)
-    log.info("front listening on %s:%d; engine on %s", settings.host, settings.port, settings.engine_url)
+    log.info(
+        "front listening on %s:%d; engine on %s", settings.host, settings.port, settings.engine_url
+    )
     server.run()
     log.info("exiting with code %d", server.exit_code)
     return server.exit_code

@@ -63,7 +63,10 @@ class Settings(BaseModel):
 
     @property
     def parallel_drafting(self) -> bool:
-        return bool(self.speculative_config and self.speculative_config.get("parallel_drafting"))
+        return (
+            bool(self.speculative_config)
+            and self.speculative_config.get("parallel_drafting") is True
+        )
 
 
 def flag_name(variable: str) -> str:
@@ -151,7 +154,9 @@ def parse_float(
     try:
         value = float(raw)
     except ValueError:
-        problems.append(f"{variable}={raw!r} is not a number of seconds; set it to one, e.g. {default}.")
+        problems.append(
+            f"{variable}={raw!r} is not a number of seconds; set it to one, e.g. {default}."
+        )
         return default
     if value < 0:
         problems.append(f"{variable}={value} is negative; it must be 0 or more seconds.")

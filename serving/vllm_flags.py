@@ -14,7 +14,8 @@ RESERVED_FLAGS = {
     "uds": "the front talks to the engine over TCP on loopback",
 }
 
-# Shortcut flags that vLLM rejects together with --speculative-config.
+# Shortcut flags for the speculative config: vLLM rejects them when --speculative-config
+# sets the same key, and the preflight refuses any mix (one source of truth).
 SPECULATIVE_SHORTCUT_FLAGS = ("spec-method", "spec-model", "spec-tokens")
 
 NEGATABLE_FLAGS = frozenset(

@@ -39,7 +39,9 @@ def engine_tree_leftovers(container):
     return [
         p
         for p in psutil.process_iter(["cmdline"])
-        if p.info["cmdline"] and f"--port" in p.info["cmdline"] and str(container.port) in p.info["cmdline"]
+        if p.info["cmdline"]
+        and "--port" in p.info["cmdline"]
+        and str(container.port) in p.info["cmdline"]
     ]
 
 
@@ -52,7 +54,9 @@ def test_engine_death_fails_requests_fast_and_exits_non_zero(doomed):
         results["plain"] = (time.monotonic(), response.status_code, response.json())
 
     def streaming():
-        with httpx.stream("POST", f"{doomed.url}/invocations", json={**STREAM, "max_tokens": 1800}, timeout=30) as r:
+        with httpx.stream(
+            "POST", f"{doomed.url}/invocations", json={**STREAM, "max_tokens": 1800}, timeout=30
+        ) as r:
             events = [line for line in r.iter_lines() if line.startswith("data: ")]
         results["stream"] = (time.monotonic(), events)
 

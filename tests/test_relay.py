@@ -21,12 +21,14 @@ def wait_for(condition, timeout: float) -> float:
 
 
 def test_disconnect_mid_stream_aborts_the_generation(peagle):
-    with httpx.Client(timeout=60) as http:
-        with http.stream("POST", f"{peagle.url}/invocations", json={**LONG, "stream": True}) as response:
-            lines = response.iter_lines()
-            for _ in range(3):
-                next(line for line in lines if line.startswith("data: "))
-            assert peagle.metric(RUNNING) == 1
+    with (
+        httpx.Client(timeout=60) as http,
+        http.stream("POST", f"{peagle.url}/invocations", json={**LONG, "stream": True}) as response,
+    ):
+        lines = response.iter_lines()
+        for _ in range(3):
+            next(line for line in lines if line.startswith("data: "))
+        assert peagle.metric(RUNNING) == 1
     took = wait_for(lambda: peagle.metric(RUNNING) == 0, timeout=1.0)
     assert took < 1.0
 

@@ -27,7 +27,11 @@ FLAG_CASES = [
         '{"cudagraph_capture_sizes": [1, 2, 4]}',
         ["--compilation-config", '{"cudagraph_capture_sizes": [1, 2, 4]}'],
     ),
-    ("SM_VLLM_ALLOWED_ORIGINS", '["https://a.example"]', ["--allowed-origins", '["https://a.example"]']),
+    (
+        "SM_VLLM_ALLOWED_ORIGINS",
+        '["https://a.example"]',
+        ["--allowed-origins", '["https://a.example"]'],
+    ),
     ("SM_VLLM_SERVED_MODEL_NAME", "my-model", ["--served-model-name", "my-model"]),
 ]
 
@@ -66,7 +70,9 @@ def test_speculative_config_gets_the_eagle_channel_as_model(opt_ml: Path):
 
 def test_explicit_drafter_model_is_kept(opt_ml: Path):
     spec = {"model": "/elsewhere", "method": "eagle3", "num_speculative_tokens": 3}
-    settings = load_settings({"OPT_ML_ROOT": str(opt_ml), "SM_VLLM_SPECULATIVE_CONFIG": json.dumps(spec)})
+    settings = load_settings(
+        {"OPT_ML_ROOT": str(opt_ml), "SM_VLLM_SPECULATIVE_CONFIG": json.dumps(spec)}
+    )
     assert settings.speculative_config["model"] == "/elsewhere"
 
 
@@ -96,7 +102,9 @@ def test_gpus_become_tensor_parallel_size_unless_set(opt_ml: Path):
 
 def test_port_from_sagemaker_bind_to_port(opt_ml: Path):
     assert load_settings({"OPT_ML_ROOT": str(opt_ml)}).port == 8080
-    assert load_settings({"OPT_ML_ROOT": str(opt_ml), "SAGEMAKER_BIND_TO_PORT": "9000"}).port == 9000
+    assert (
+        load_settings({"OPT_ML_ROOT": str(opt_ml), "SAGEMAKER_BIND_TO_PORT": "9000"}).port == 9000
+    )
 
 
 def test_every_problem_is_reported_at_once(opt_ml: Path):
@@ -112,7 +120,13 @@ def test_every_problem_is_reported_at_once(opt_ml: Path):
         load_settings(env)
     text = "\n".join(raised.value.problems)
     assert len(raised.value.problems) == 5
-    for variable in ("SAGEMAKER_BIND_TO_PORT", "SM_NUM_GPUS", "SM_VLLM_SPECULATIVE_CONFIG", "SM_VLLM_PORT", "MAX_CONCURRENT_REQUESTS"):
+    for variable in (
+        "SAGEMAKER_BIND_TO_PORT",
+        "SM_NUM_GPUS",
+        "SM_VLLM_SPECULATIVE_CONFIG",
+        "SM_VLLM_PORT",
+        "MAX_CONCURRENT_REQUESTS",
+    ):
         assert variable in text
 
 

@@ -1,0 +1,38 @@
+"""Log set-up: plain lines by default, one JSON object per line with SERVING_LOG_FORMAT=json."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+
+PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# Request fields attached by the access log (`extra={"fields": {...}}`).
+FIELDS = "fields"
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            **getattr(record, FIELDS, {}),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def configure(log_format: str = "plain") -> None:
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(
+        JsonFormatter() if log_format == "json" else logging.Formatter(PLAIN_FORMAT)
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    # One line per request comes from our access log; httpx would add one per engine call.
+    logging.getLogger("httpx").setLevel(logging.WARNING)

@@ -1,0 +1,79 @@
+"""/metrics: the engine's metrics, ours, and acceptance gauges derived from vLLM's counters."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from serving.metrics import spec_decode_totals
+
+CHAT = {"messages": [{"role": "user", "content": "Write a loop."}], "max_tokens": 24}
+
+
+def samples(text: str) -> dict[tuple[str, tuple], float]:
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def test_metrics_parse_and_carry_ours_and_the_engines(client: httpx.Client):
+    client.post("/invocations", json=CHAT)
+    with client.stream("POST", "/invocations", json={**CHAT, "stream": True}) as response:
+        list(response.iter_lines())
+    values = samples(client.get("/metrics").text)
+    names = {name for name, _ in values}
+    assert "vllm:num_requests_running" in names
+    assert values[("serving_requests_total", (("route", "/invocations"), ("status", "200")))] >= 2
+    assert "serving_request_duration_seconds_bucket" in names
+    assert "serving_stream_first_byte_seconds_count" in names
+    assert ("serving_requests_in_flight", ()) in values
+
+
+def test_acceptance_gauges_agree_with_vllms_counters(client: httpx.Client):
+    client.post("/invocations", json=CHAT)
+    text = client.get("/metrics").text
+    values = samples(text)
+    totals, by_position = spec_decode_totals(text)
+    drafts = totals["vllm:spec_decode_num_drafts"]
+    accepted = totals["vllm:spec_decode_num_accepted_tokens"]
+    assert drafts > 0
+    length = values[("serving_spec_decode_mean_acceptance_length", ())]
+    assert length == 1 + accepted / drafts
+    assert 1.0 <= length <= 1 + 3
+    assert 0.0 <= values[("serving_spec_decode_acceptance_rate", ())] <= 1.0
+    positions = {
+        dict(labels)["position"]
+        for name, labels in values
+        if name == "serving_spec_decode_position_acceptance_rate"
+    }
+    assert positions == {"0", "1", "2"} == set(by_position)
+
+
+def test_no_acceptance_gauges_without_speculation(plain):
+    text = httpx.get(f"{plain.url}/metrics").text
+    assert "serving_spec_decode_mean_acceptance_length" not in text
+
+
+def test_json_logs_carry_one_object_per_request(plain):
+    inference_id = "json-log-check-1"
+    httpx.post(
+        f"{plain.url}/invocations",
+        json={**CHAT, "ignore_eos": True},
+        headers={"X-Amzn-SageMaker-Inference-Id": inference_id},
+        timeout=60,
+    )
+    entries = [
+        json.loads(line)
+        for line in plain.log_text().splitlines()
+        if line.startswith("{") and inference_id in line
+    ]
+    assert len(entries) == 1
+    entry = entries[0]
+    assert entry["request_id"] == inference_id
+    assert entry["status"] == 200
+    assert entry["completion_tokens"] == 24
+    assert entry["latency_ms"] > 0
