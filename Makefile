@@ -16,13 +16,17 @@ DEMO_ENV = OPT_ML_ROOT=$(OPT_ML_ROOT) \
 	SM_VLLM_MAX_MODEL_LEN=$${SM_VLLM_MAX_MODEL_LEN:-2048} \
 	SM_VLLM_SPECULATIVE_CONFIG=$${SM_VLLM_SPECULATIVE_CONFIG:-'{"method": "eagle3", "num_speculative_tokens": $(K), "parallel_drafting": true}'}
 
-.PHONY: help setup demo-model serve check test lint format clean
+IMAGE ?= sagemaker-vllm-peagle:latest
+IMAGE_CPU ?= sagemaker-vllm-peagle:cpu
+
+.PHONY: help setup demo-model serve check test lint format image image-cpu clean
 
 help:
 	@echo "make serve   set up, build the demo model, serve it on port $(PORT) with P-EAGLE"
 	@echo "make test    set up, then run the whole test suite"
 	@echo "make check   preflight the demo configuration without starting vLLM"
 	@echo "make lint    ruff and hadolint"
+	@echo "make image   build the GPU image (image-cpu: the CPU demo image); needs Docker"
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON_BOOTSTRAP) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -51,6 +55,13 @@ test: demo-model
 lint: setup
 	$(VENV)/bin/ruff check serving model_data_sources tests
 	$(VENV)/bin/ruff format --check serving model_data_sources tests
+	$(VENV)/bin/hadolint Dockerfile Dockerfile.cpu
+
+image:
+	docker build --platform linux/amd64 -t $(IMAGE) .
+
+image-cpu:
+	docker build --platform linux/amd64 -f Dockerfile.cpu -t $(IMAGE_CPU) .
 
 format: setup
 	$(VENV)/bin/ruff format serving model_data_sources tests
