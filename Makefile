@@ -10,7 +10,7 @@ K ?= 3
 
 # The demo: the tiny pair with P-EAGLE on. VLLM_CPU_KVCACHE_SPACE (GiB) keeps the CPU
 # build from reserving most of the machine's memory for its KV cache.
-DEMO_ENV = OPT_ML_ROOT=$(OPT_ML_ROOT) \
+DEMO_ENV = PYTHON=$(CURDIR)/$(PY) OPT_ML_ROOT=$(OPT_ML_ROOT) \
 	SAGEMAKER_BIND_TO_PORT=$(PORT) \
 	VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-1} \
 	SM_VLLM_MAX_MODEL_LEN=$${SM_VLLM_MAX_MODEL_LEN:-2048} \
