@@ -19,12 +19,19 @@ DEMO_ENV = PYTHON=$(CURDIR)/$(PY) OPT_ML_ROOT=$(OPT_ML_ROOT) \
 IMAGE ?= sagemaker-vllm-peagle:latest
 IMAGE_CPU ?= sagemaker-vllm-peagle:cpu
 
-.PHONY: help setup demo-model serve check test lint format image image-cpu clean
+BENCH_PROMPTS ?= 16
+BENCH_MAX_TOKENS ?= 64
+CLIENTS ?= 64
+DURATION ?= 60
+
+.PHONY: help setup demo-model serve check test bench load lint format image image-cpu clean
 
 help:
 	@echo "make serve   set up, build the demo model, serve it on port $(PORT) with P-EAGLE"
 	@echo "make test    set up, then run the whole test suite"
 	@echo "make check   preflight the demo configuration without starting vLLM"
+	@echo "make bench   configuration sweep on local demo containers (build/bench/sweep.md, sweep.png)"
+	@echo "make load    $(CLIENTS) clients for $(DURATION) s against the container on port $(PORT)"
 	@echo "make lint    ruff and hadolint"
 	@echo "make image   build the GPU image (image-cpu: the CPU demo image); needs Docker"
 
@@ -51,6 +58,12 @@ check: demo-model
 
 test: demo-model
 	$(PY) -m pytest tests
+
+bench: demo-model
+	$(PY) -m serving.bench sweep --opt-ml-root $(OPT_ML_ROOT) --num-prompts $(BENCH_PROMPTS) --max-tokens $(BENCH_MAX_TOKENS)
+
+load: setup
+	$(PY) -m serving.bench load --url http://127.0.0.1:$(PORT) --clients $(CLIENTS) --duration $(DURATION)
 
 lint: setup
 	$(VENV)/bin/ruff check serving model_data_sources tests

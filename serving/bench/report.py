@@ -1,0 +1,170 @@
+"""Results out: JSON, markdown tables (SageMaker's columns; the brief's comparison shape) and a
+PNG of output tokens/s against concurrency, one line per configuration."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+Level = dict[str, Any]
+
+# (key in a level summary, column title, format)
+COLUMNS = (
+    ("concurrency", "concurrency", "{:d}"),
+    ("completed", "requests", "{:d}"),
+    ("ttft_ms_mean", "TTFT mean (ms)", "{:.1f}"),
+    ("ttft_ms_p99", "TTFT p99 (ms)", "{:.1f}"),
+    ("tpot_ms_mean", "TPOT mean (ms)", "{:.2f}"),
+    ("tpot_ms_p99", "TPOT p99 (ms)", "{:.2f}"),
+    ("itl_ms_mean", "ITL mean (ms)", "{:.2f}"),
+    ("itl_ms_p99", "ITL p99 (ms)", "{:.2f}"),
+    ("request_throughput", "req/s", "{:.2f}"),
+    ("output_tokens_per_s", "output tok/s", "{:.1f}"),
+    ("output_tokens_per_s_per_request", "tok/s per request", "{:.1f}"),
+    ("acceptance_length", "acceptance length", "{:.2f}"),
+)
+
+
+def cell(value: Any, fmt: str) -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def markdown(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def levels_table(levels: Sequence[Level]) -> str:
+    """One row per concurrency level, SageMaker's benchmark columns."""
+    return markdown(
+        [title for _, title, _ in COLUMNS],
+        [[cell(level.get(key), fmt) for key, _, fmt in COLUMNS] for level in levels],
+    )
+
+
+def throughput_at(levels: Sequence[Level], concurrency: int) -> float | None:
+    for level in levels:
+        if level["concurrency"] == concurrency and level["completed"]:
+            return level["output_tokens_per_s"]
+    return None
+
+
+def best(
+    runs: Mapping[str, Sequence[Level]],
+    configurations: Mapping[str, dict[str, Any]],
+    method: str,
+    concurrency: int,
+) -> tuple[float, int | None] | None:
+    """The highest output tok/s among configurations of `method`, and its K."""
+    candidates = [
+        (value, configurations[name].get("k"))
+        for name, levels in runs.items()
+        if configurations[name]["method"] == method
+        and (value := throughput_at(levels, concurrency)) is not None
+    ]
+    return max(candidates, key=lambda candidate: candidate[0]) if candidates else None
+
+
+def ratio(numerator: tuple[float, Any] | None, denominator: tuple[float, Any] | None) -> str:
+    if not numerator or not denominator or not denominator[0]:
+        return "-"
+    return f"{numerator[0] / denominator[0]:.2f}x"
+
+
+def with_k(entry: tuple[float, int | None] | None) -> str:
+    if entry is None:
+        return "-"
+    value, k = entry
+    return f"{value:,.1f}" + (f" (K={k})" if k else "")
+
+
+def comparison_table(
+    runs: Mapping[str, Sequence[Level]], configurations: Mapping[str, dict[str, Any]]
+) -> str:
+    """The brief's shape: best P-EAGLE, best EAGLE-3, none, and the two ratios, per level."""
+    levels = sorted({level["concurrency"] for run in runs.values() for level in run})
+    rows = []
+    for concurrency in levels:
+        peagle = best(runs, configurations, "peagle", concurrency)
+        eagle3 = best(runs, configurations, "eagle3", concurrency)
+        plain = best(runs, configurations, "none", concurrency)
+        rows.append(
+            [
+                str(concurrency),
+                with_k(peagle),
+                with_k(eagle3),
+                with_k(plain),
+                ratio(peagle, eagle3),
+                ratio(peagle, plain),
+            ]
+        )
+    headers = [
+        "concurrency",
+        "P-EAGLE best",
+        "EAGLE-3 best",
+        "no speculation",
+        "P-EAGLE / EAGLE-3",
+        "P-EAGLE / none",
+    ]
+    return markdown(headers, rows)
+
+
+def configurations_table(runs: Mapping[str, Sequence[Level]]) -> str:
+    """Output tok/s (acceptance length) for every configuration at every level."""
+    levels = sorted({level["concurrency"] for run in runs.values() for level in run})
+    rows = []
+    for name, run in runs.items():
+        row = [name]
+        for concurrency in levels:
+            level = next((item for item in run if item["concurrency"] == concurrency), None)
+            if level is None or not level["completed"]:
+                row.append("-")
+                continue
+            acceptance = level.get("acceptance_length")
+            row.append(
+                f"{level['output_tokens_per_s']:.1f}"
+                + (f" ({acceptance:.2f})" if acceptance is not None else "")
+            )
+        rows.append(row)
+    return markdown(["configuration"] + [f"c={c} tok/s (acc. len)" for c in levels], rows)
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def plot_throughput(runs: Mapping[str, Sequence[Level]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; no display on a server
+    from matplotlib import pyplot
+
+    figure, axes = pyplot.subplots(figsize=(7, 4.5))
+    for name, levels in runs.items():
+        points = [(level["concurrency"], level["output_tokens_per_s"]) for level in levels]
+        axes.plot([c for c, _ in points], [t for _, t in points], marker="o", label=name)
+    axes.set_xscale("log", base=2)
+    concurrencies = sorted({level["concurrency"] for run in runs.values() for level in run})
+    axes.set_xticks(concurrencies, [str(c) for c in concurrencies])
+    axes.set_xlabel("concurrency")
+    axes.set_ylabel("output tokens/s")
+    axes.set_title(title)
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    pyplot.close(figure)
+
+
+def write_run(out_dir: Path, name: str, levels: Sequence[Level], meta: dict[str, Any]) -> str:
+    """One target's sweep: JSON, markdown and PNG in out_dir; returns the markdown table."""
+    table = levels_table(levels)
+    write_json(out_dir / f"{name}.json", {**meta, "levels": list(levels)})
+    (out_dir / f"{name}.md").write_text(f"# {name}\n\n{table}\n")
+    plot_throughput({name: levels}, out_dir / f"{name}.png", f"{name}: output tokens/s")
+    return table

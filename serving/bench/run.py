@@ -1,0 +1,106 @@
+"""The concurrency sweep: every prompt at each concurrency level, one level after another."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+from tqdm import tqdm
+
+from serving.bench.acceptance import acceptance_length, read_counters
+from serving.bench.client import RequestResult
+from serving.bench.stats import summarize
+from serving.bench.targets import Target
+
+DEFAULT_CONCURRENCY = (1, 4, 8, 32)
+WARM_UP_CONCURRENCY = 4
+
+
+async def run_batch(
+    target: Target,
+    payloads: Sequence[dict[str, Any]],
+    concurrency: int,
+    progress: tqdm | None = None,
+) -> tuple[list[RequestResult], float]:
+    """Send every payload with at most `concurrency` in flight; the results and wall time."""
+    queue: asyncio.Queue[tuple[int, dict[str, Any]]] = asyncio.Queue()
+    for item in enumerate(payloads):
+        queue.put_nowait(item)
+    results: list[RequestResult | None] = [None] * len(payloads)
+
+    async def worker() -> None:
+        while not queue.empty():
+            index, payload = queue.get_nowait()
+            results[index] = await target.send(payload)
+            if progress is not None:
+                progress.update(1)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(payloads)))))
+    return [result for result in results if result is not None], time.perf_counter() - started
+
+
+def requests_for_level(
+    payloads: Sequence[dict[str, Any]], concurrency: int
+) -> list[dict[str, Any]]:
+    """Every prompt once, repeated round-robin if needed so that the level is reached."""
+    count = max(len(payloads), concurrency)
+    return [payloads[index % len(payloads)] for index in range(count)]
+
+
+async def run_level(
+    target: Target,
+    payloads: Sequence[dict[str, Any]],
+    concurrency: int,
+    label: str = "",
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    batch = requests_for_level(payloads, concurrency)
+    async with httpx.AsyncClient() as scraper:
+        before = await read_counters(scraper, target.metrics_url)
+        with tqdm(
+            total=len(batch),
+            desc=f"{label}c={concurrency}",
+            unit="req",
+            disable=not show_progress,
+            leave=False,
+        ) as progress:
+            results, wall = await run_batch(target, batch, concurrency, progress)
+        after = await read_counters(scraper, target.metrics_url)
+    return summarize(results, wall, concurrency, acceptance_length(before, after))
+
+
+async def warm_up(target: Target, payloads: Sequence[dict[str, Any]]) -> None:
+    """Every prompt once, one token each, before measuring: the first level then does not pay
+    for lazy start-up work, and every level (and tool) finds the prompts in vLLM's prefix
+    cache alike, instead of only the first one paying for full prefills."""
+    priming = [
+        {key: value for key, value in payload.items() if key != "stream_options"}
+        | {"max_tokens": 1, "stream": False}
+        for payload in payloads
+    ]
+    results, _ = await run_batch(target, priming, WARM_UP_CONCURRENCY)
+    failed = [result for result in results if not result.ok]
+    if failed:
+        raise SystemExit(
+            f"warm-up requests to {target.name} failed ({failed[0].status}): {failed[0].error}"
+        )
+
+
+async def run_sweep(
+    target: Target,
+    payloads: Sequence[dict[str, Any]],
+    levels: Sequence[int] = DEFAULT_CONCURRENCY,
+    label: str = "",
+    show_progress: bool = True,
+) -> list[dict[str, Any]]:
+    if not payloads:
+        raise SystemExit("no prompts to send.")
+    await warm_up(target, payloads)
+    return [
+        await run_level(target, payloads, concurrency, label, show_progress)
+        for concurrency in levels
+    ]
