@@ -290,6 +290,20 @@ def command_load(args: argparse.Namespace) -> int:
     return 0 if result["lost"] == 0 else 1
 
 
+def command_coldstart(args: argparse.Namespace) -> int:
+    from serving.bench.coldstart import measure
+
+    configuration = parse_configuration(args.config, drafter_of(args))
+    result = measure(configuration, args.opt_ml_root.absolute(), args.enforce_eager, args.out_dir)
+    report.write_json(args.out_dir / "coldstart.json", result)
+    print(
+        f"cold start to first /ping 200 ({result['configuration']}, "
+        f"enforce_eager={result['enforce_eager']}): front {result['front_s']} s, "
+        f"bare vLLM {result['bare_vllm_s']} s"
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m serving.bench",
@@ -362,6 +376,16 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument(
         "--stream-fraction", type=float, default=0.5, help="share of streamed requests, default 0.5"
     )
+
+    cold = commands.add_parser(
+        "coldstart",
+        help="time to the first /ping 200: front and bare vLLM, side by side",
+        description="time to the first /ping 200: front and bare vLLM, side by side",
+    )
+    cold.set_defaults(handler=command_coldstart)
+    cold.add_argument("--out-dir", type=Path, default=DEFAULT_OUT_DIR)
+    cold.add_argument("--config", default="peagle:3", help="none, eagle3:K or peagle:K")
+    add_local_args(cold.add_argument_group("local containers"))
     return parser
 
 
