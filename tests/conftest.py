@@ -126,6 +126,13 @@ class Container:
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def log_once(self, text: str, timeout: float = 5.0) -> str:
+        """The log once it contains `text`: the access line is written after the answer."""
+        deadline = time.monotonic() + timeout
+        while text not in (log := self.log_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return log
+
     def stop(self, timeout: float = 40) -> int | None:
         if self.process is None or self.process.poll() is not None:
             return self.process.returncode if self.process else None

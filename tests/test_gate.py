@@ -64,7 +64,8 @@ def test_past_the_limit_requests_get_429_at_once_and_the_rest_complete(peagle):
 def test_bodies_are_not_logged_by_default(client: httpx.Client, peagle):
     marker = "zebra-quartz-5531"
     payload = {"messages": [{"role": "user", "content": marker}], "max_tokens": 4}
-    assert client.post("/invocations", json=payload).status_code == 200
-    log = peagle.log_text()
-    assert "POST /invocations 200" in log
+    headers = {"X-Amzn-SageMaker-Inference-Id": "no-bodies-check"}
+    assert client.post("/invocations", json=payload, headers=headers).status_code == 200
+    log = peagle.log_once("no-bodies-check POST /invocations 200")
+    assert "no-bodies-check POST /invocations 200" in log
     assert marker not in log

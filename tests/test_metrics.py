@@ -68,7 +68,7 @@ def test_json_logs_carry_one_object_per_request(plain):
     )
     entries = [
         json.loads(line)
-        for line in plain.log_text().splitlines()
+        for line in plain.log_once(f'"request_id": "{inference_id}"').splitlines()
         if line.startswith("{") and inference_id in line
     ]
     assert len(entries) == 1
