@@ -10,7 +10,7 @@ import time
 
 import httpx
 
-STREAM = {"prompt": "def parse(text):", "max_tokens": 600, "ignore_eos": True, "stream": True}
+STREAM = {"prompt": "def parse(text):", "max_tokens": 1000, "ignore_eos": True, "stream": True}
 CHAT = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4}
 
 
@@ -47,29 +47,37 @@ def engine_tree_leftovers(container):
 
 def test_engine_death_fails_requests_fast_and_exits_non_zero(doomed):
     results: dict[str, object] = {}
+    stream_started = threading.Event()
+    # As long as max_model_len allows: neither request can finish before the kill.
+    longest = {"prompt": "x", "max_tokens": 2000, "ignore_eos": True}
 
     def non_streaming():
-        payload = {"prompt": "x", "max_tokens": 1800, "ignore_eos": True}
-        response = httpx.post(f"{doomed.url}/invocations", json=payload, timeout=30)
+        response = httpx.post(f"{doomed.url}/invocations", json=longest, timeout=60)
         results["plain"] = (time.monotonic(), response.status_code, response.json())
 
     def streaming():
-        with httpx.stream(
-            "POST", f"{doomed.url}/invocations", json={**STREAM, "max_tokens": 1800}, timeout=30
-        ) as r:
-            events = [line for line in r.iter_lines() if line.startswith("data: ")]
+        payload = {**longest, "stream": True}
+        with httpx.stream("POST", f"{doomed.url}/invocations", json=payload, timeout=60) as r:
+            events = []
+            for line in r.iter_lines():
+                if line.startswith("data: "):
+                    events.append(line)
+                    stream_started.set()
         results["stream"] = (time.monotonic(), events)
 
-    threads = [threading.Thread(target=non_streaming), threading.Thread(target=streaming)]
-    for thread in threads:
-        thread.start()
+    plain_thread = threading.Thread(target=non_streaming)
+    stream_thread = threading.Thread(target=streaming)
+    plain_thread.start()
     deadline = time.monotonic() + 30
-    while doomed.metric("vllm:num_requests_running") < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
+    while doomed.metric("vllm:num_requests_running") < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stream_thread.start()
+    assert stream_started.wait(30), "the stream never started"
+    assert plain_thread.is_alive(), "the non-streaming request ended before the kill"
     engine = doomed.engine_process()
     os.kill(engine.pid, signal.SIGKILL)
     killed_at = time.monotonic()
-    for thread in threads:
+    for thread in (plain_thread, stream_thread):
         thread.join(10)
 
     answered_at, status, body = results["plain"]
