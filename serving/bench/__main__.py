@@ -24,8 +24,9 @@ from typing import Any
 from serving import paths
 from serving.bench import report
 from serving.bench.container import (
-    DEFAULT_OPT_ML_ROOT,
+    EAGLE3_CHANNEL,
     LocalContainer,
+    default_opt_ml_root,
     parse_configuration,
 )
 from serving.bench.prompts import load_payloads, sampled
@@ -98,8 +99,9 @@ def add_local_args(group: Any) -> None:
     group.add_argument(
         "--opt-ml-root",
         type=Path,
-        default=DEFAULT_OPT_ML_ROOT,
-        help="model tree for local containers (default build/opt_ml)",
+        default=default_opt_ml_root(),
+        help="model tree for local containers (default: build/opt_ml_trained when it is built,"
+        " else build/opt_ml)",
     )
     group.add_argument(
         "--drafter",
@@ -191,7 +193,8 @@ def command_sweep(args: argparse.Namespace) -> int:
     from serving.bench.sweep import default_configurations, run_configurations
 
     drafter = drafter_of(args)
-    eagle3_drafter = args.eagle3_drafter.absolute() if args.eagle3_drafter else None
+    eagle3_drafter = args.eagle3_drafter or paths.channel_dir(args.opt_ml_root, EAGLE3_CHANNEL)
+    eagle3_drafter = eagle3_drafter.absolute() if eagle3_drafter.is_dir() else None
     if args.configs:
         configurations = [
             parse_configuration(
@@ -341,7 +344,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--eagle3-drafter",
         type=Path,
-        help="head for the sequential EAGLE-3 runs (default: --drafter)",
+        help="head for the sequential EAGLE-3 runs (default: the eagle3 channel when there is"
+        " one, else --drafter)",
     )
     sweep.add_argument(
         "--k", type=int_list, default=[3, 7, 11], help="draft lengths, default 3,7,11"

@@ -19,7 +19,19 @@ from serving import paths
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = REPO_ROOT / "entrypoint.sh"
-DEFAULT_OPT_ML_ROOT = REPO_ROOT / "build" / "opt_ml"
+RANDOM_DEMO_ROOT = REPO_ROOT / "build" / "opt_ml"
+TRAINED_DEMO_ROOT = REPO_ROOT / "build" / "opt_ml_trained"
+# The trained demo pair keeps its sequential EAGLE-3 head in a second channel.
+EAGLE3_CHANNEL = "eagle3"
+
+
+def default_opt_ml_root() -> Path:
+    """The trained demo pair when it is built (`make trained-model`), the random one otherwise."""
+    if (TRAINED_DEMO_ROOT / ".stamp").is_file():
+        return TRAINED_DEMO_ROOT
+    return RANDOM_DEMO_ROOT
+
+
 STARTUP_TIMEOUT_SECONDS = 900.0
 STOP_TIMEOUT_SECONDS = 40.0
 # Container settings of the calling shell must not leak into a configuration under test.
@@ -80,7 +92,7 @@ def free_port() -> int:
 @dataclass
 class LocalContainer:
     configuration: Configuration
-    opt_ml_root: Path = DEFAULT_OPT_ML_ROOT
+    opt_ml_root: Path = field(default_factory=default_opt_ml_root)
     port: int = field(default_factory=free_port)
     engine_port: int = field(default_factory=free_port)
     log_path: Path | None = None

@@ -1,0 +1,208 @@
+"""The trained demo pair: a small code LM target, a P-EAGLE head and an EAGLE-3 head for it.
+
+Phases (each with a progress bar): tokenizer and corpus; the target trained as a code LM on the
+standard library; greedy generations of the target after held-out chat prompts; the target's
+aux hidden states and greedy tokens over them; the P-EAGLE head; the EAGLE-3 head. Everything
+is seeded and single-process, so a rebuild on the same machine writes the same weights.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+from tqdm import tqdm
+from transformers import LlamaForCausalLM
+
+from model_data_sources import training
+from model_data_sources.corpus import build_corpus, chat_text
+from model_data_sources.heads import DraftHead, HeadShape
+from model_data_sources.tiny import DrafterShape, TargetShape, drafter_config, target_config
+from model_data_sources.tokenizer import MASK, build_tokenizer
+
+SEED = 20240917
+THREADS = 2  # the budget is two cores; a fixed count also fixes the float summation order
+
+
+@dataclass(frozen=True)
+class Recipe:
+    target: TargetShape = TargetShape(
+        hidden_size=128,
+        num_hidden_layers=16,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        head_dim=64,
+        intermediate_size=384,
+        initializer_range=0.02,
+    )
+    # vLLM's default aux layers for a 16-layer Llama: (2, L // 2, L - 3).
+    aux_layer_ids: tuple[int, ...] = (2, 8, 13)
+    head_intermediate_size: int = 384
+    window: int = 256
+    target_batch: int = 8
+    target_steps: int = 900
+    target_lr: float = 3e-3
+    prompts: int = 640
+    eval_prompts: int = 64
+    max_prompt_tokens: int = 192
+    new_tokens: int = 128
+    depth: int = 8  # draft positions trained: K up to 8
+    head_batch: int = 8
+    head_epochs: int = 3
+    anchors: int = 48
+    head_lr: float = 2e-3
+
+
+def head_shape(recipe: Recipe) -> HeadShape:
+    target = recipe.target
+    return HeadShape(
+        hidden_size=target.hidden_size,
+        num_aux=len(recipe.aux_layer_ids),
+        num_heads=target.num_attention_heads,
+        head_dim=target.head_dim,
+        intermediate_size=recipe.head_intermediate_size,
+        vocab_size=target.vocab_size,
+    )
+
+
+def new_head(recipe: Recipe, target: LlamaForCausalLM, parallel: bool, seed: int) -> DraftHead:
+    torch.manual_seed(seed)
+    head = DraftHead(head_shape(recipe), parallel)
+    # Start from the target's own output layer: the head's last hidden state only has to
+    # come near the target's.
+    with torch.no_grad():
+        head.lm_head.weight.copy_(target.lm_head.weight)
+        head.norm.weight.copy_(target.model.norm.weight)
+    return head
+
+
+def write_head(
+    out_dir: Path, head: DraftHead, target_dir: Path, recipe: Recipe, mask_id: int, parallel: bool
+) -> None:
+    target = json.loads((target_dir / "config.json").read_text())
+    shape = DrafterShape(
+        intermediate_size=recipe.head_intermediate_size,
+        aux_layer_ids=recipe.aux_layer_ids,
+        trained_positions=recipe.depth,
+    )
+    config = drafter_config(target, shape, mask_id)
+    if not parallel:
+        # A plain EAGLE-3 head: no mask token, no mask_hidden.
+        for key in ("ptd_token_id", "parallel_drafting"):
+            config.pop(key)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    save_file(head.state_dict_for_vllm(), str(out_dir / "model.safetensors"), {"format": "pt"})
+
+
+def build_trained(target_dir: Path, peagle_dir: Path, eagle3_dir: Path, recipe: Recipe) -> dict:
+    """Train and write the pair; return a report of losses, offline acceptance and timings."""
+    torch.set_num_threads(THREADS)
+    training.deterministic(SEED)
+    report: dict = {"recipe": asdict(recipe), "seconds": {}}
+    clock = time.monotonic()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.monotonic()
+        report["seconds"][name] = round(now - clock, 1)
+        clock = now
+
+    tokenizer = build_tokenizer(recipe.target.vocab_size)
+    mask_id = tokenizer.convert_tokens_to_ids(MASK)
+    corpus = build_corpus(SEED, recipe.prompts)
+    windows = training.token_windows(
+        tokenizer,
+        corpus.train_documents,
+        recipe.target_steps * recipe.target_batch,
+        recipe.window,
+    )
+    lap("corpus")
+
+    config = target_config(
+        recipe.target, tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id
+    )
+    config._attn_implementation = "sdpa"
+    torch.manual_seed(SEED)
+    target = LlamaForCausalLM(config).to(torch.float32)
+    with tqdm(total=recipe.target_steps, desc="target  ", unit="step") as progress:
+        losses = training.train_target(
+            target, windows, recipe.target_batch, recipe.target_lr, progress
+        )
+    report["target_loss"] = {"first": losses[0], "last10": sum(losses[-10:]) / 10}
+    target_dir.mkdir(parents=True, exist_ok=True)
+    target.save_pretrained(target_dir, safe_serialization=True)
+    tokenizer.save_pretrained(target_dir)
+    lap("target")
+
+    prompts = [
+        tokenizer(chat_text(sample, with_answer=False), add_special_tokens=False)["input_ids"]
+        for sample in corpus.prompt_samples
+    ]
+    prompts = [prompt for prompt in prompts if len(prompt) <= recipe.max_prompt_tokens]
+    with tqdm(total=len(prompts), desc="generate", unit="seq") as progress:
+        sequences = training.generate_greedy(
+            target, prompts, recipe.new_tokens, 96, tokenizer.pad_token_id, progress
+        )
+    lap("generate")
+    with tqdm(total=len(sequences), desc="features", unit="seq") as progress:
+        features = training.target_features(
+            target,
+            sequences,
+            [len(prompt) for prompt in prompts],
+            recipe.aux_layer_ids,
+            16,
+            tokenizer.pad_token_id,
+            progress,
+        )
+    held_out = len(sequences) - recipe.eval_prompts
+    train_features = split(features, slice(0, held_out))
+    eval_features = split(features, slice(held_out, None))
+    lap("features")
+
+    embed = target.get_input_embeddings()
+    embed.requires_grad_(False)
+    steps = recipe.head_epochs * (held_out // recipe.head_batch)
+    heads = {
+        "peagle": (peagle_dir, True, training.peagle_fn(embed, mask_id, recipe.depth)),
+        "eagle3": (eagle3_dir, False, training.eagle3_fn(embed, recipe.depth)),
+    }
+    report["offline"] = {}
+    for name, (out_dir, parallel, logits_fn) in heads.items():
+        head = new_head(recipe, target, parallel, SEED + 1)
+        with tqdm(total=steps, desc=f"{name:8}", unit="step") as progress:
+            losses = training.train_head(
+                head,
+                logits_fn,
+                train_features,
+                recipe.head_batch,
+                recipe.head_epochs,
+                recipe.anchors,
+                recipe.head_lr,
+                SEED + 2,
+                progress,
+            )
+        accuracy, lengths = training.acceptance(head, logits_fn, eval_features, recipe.depth)
+        report["offline"][name] = {
+            "loss_first": losses[0],
+            "loss_last10": sum(losses[-10:]) / 10,
+            "accuracy_per_offset": [round(a, 3) for a in accuracy],
+            "acceptance_length_at_k": {k + 1: round(v, 3) for k, v in enumerate(lengths)},
+        }
+        write_head(out_dir, head, target_dir, recipe, mask_id, parallel)
+        lap(name)
+    return report
+
+
+def split(features: training.Features, rows: slice) -> training.Features:
+    return training.Features(
+        tokens=features.tokens[rows],
+        aux=features.aux[rows],
+        greedy=features.greedy[rows],
+        lengths=features.lengths[rows],
+        prompt_lengths=features.prompt_lengths[rows],
+    )

@@ -1,0 +1,291 @@
+"""The training loops: the target as a code LM, then the heads on the target's own outputs.
+
+Short plain-torch loops, single process, fixed seeds. The heads learn from the target's
+greedy generations after chat prompts (the distribution they meet when serving), with the
+target's greedy next tokens as labels (acceptance is against the target, not the text).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from tqdm import tqdm
+from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
+
+from model_data_sources.heads import Batch, DraftHead, eagle3_logits, peagle_logits
+
+
+def deterministic(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True)
+
+
+def cosine_lr(step: int, total: int, peak: float, warmup: int) -> float:
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+
+
+# ---- The target ---------------------------------------------------------------------------
+
+
+def token_windows(
+    tokenizer: PreTrainedTokenizerFast, documents: list[str], count: int, length: int
+) -> Tensor:
+    """The documents tokenized end to end and cut into `count` windows of `length` tokens."""
+    needed, stream = count * length, []
+    for document in documents:
+        stream += tokenizer(document, add_special_tokens=False)["input_ids"]
+        if len(stream) >= needed:
+            break
+    if len(stream) < needed:
+        raise RuntimeError(f"the corpus has {len(stream)} tokens; training needs {needed}")
+    return torch.tensor(stream[:needed]).view(count, length)
+
+
+def train_target(
+    model: LlamaForCausalLM, windows: Tensor, batch_size: int, lr: float, progress: tqdm
+) -> list[float]:
+    steps = windows.shape[0] // batch_size
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1)
+    model.train()
+    losses = []
+    for step in range(steps):
+        set_lr(optimizer, cosine_lr(step, steps, lr, warmup=max(1, steps // 20)))
+        inputs = windows[step * batch_size : (step + 1) * batch_size]
+        # bfloat16 matmuls (weights and optimizer stay float32): about 1.5x faster on CPU.
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = model(input_ids=inputs, labels=inputs).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        progress.set_postfix(loss=f"{sum(losses[-10:]) / len(losses[-10:]):.3f}")
+        progress.update(1)
+    model.eval()
+    return losses
+
+
+@torch.no_grad()
+def generate_greedy(
+    model: LlamaForCausalLM,
+    prompts: list[list[int]],
+    new_tokens: int,
+    batch_size: int,
+    pad_id: int,
+    progress: tqdm,
+) -> list[list[int]]:
+    """Prompt + the target's greedy continuation, for every prompt (EOS does not stop it,
+    as with the benchmark's ignore_eos)."""
+    sequences = []
+    for start in range(0, len(prompts), batch_size):
+        group = prompts[start : start + batch_size]
+        width = max(map(len, group))
+        input_ids = torch.tensor([[pad_id] * (width - len(p)) + p for p in group])
+        attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in group])
+        output = model.generate(
+            input_ids=input_ids,
+            attention_mask=attention,
+            max_new_tokens=new_tokens,
+            min_new_tokens=new_tokens,
+            do_sample=False,
+            pad_token_id=pad_id,
+            eos_token_id=None,
+        )
+        for prompt, row in zip(group, output, strict=True):
+            sequences.append(prompt + row[width:].tolist())
+        progress.update(len(group))
+    return sequences
+
+
+@dataclass
+class Features:
+    """What the heads learn from, per sequence (right-padded to one length)."""
+
+    tokens: Tensor  # [N, L]
+    aux: Tensor  # [N, L, n_aux * hidden], float16 to halve the memory
+    greedy: Tensor  # [N, L]
+    lengths: Tensor  # [N]
+    prompt_lengths: Tensor  # [N]
+
+
+@torch.no_grad()
+def target_features(
+    model: LlamaForCausalLM,
+    sequences: list[list[int]],
+    prompt_lengths: list[int],
+    aux_layer_ids: tuple[int, ...],
+    batch_size: int,
+    pad_id: int,
+    progress: tqdm,
+) -> Features:
+    """The target's aux hidden states exactly as vLLM collects them: the input of decoder layer
+    i (hidden + residual, before any norm; id 0 is the embedding), concatenated in id order."""
+    length = max(map(len, sequences))
+    captured: dict[int, Tensor] = {}
+    hooks = [
+        model.model.layers[i].register_forward_pre_hook(
+            lambda _module, args, kwargs, i=i: captured.__setitem__(
+                i, args[0] if args else kwargs["hidden_states"]
+            ),
+            with_kwargs=True,
+        )
+        for i in aux_layer_ids
+    ]
+    tokens = torch.full((len(sequences), length), pad_id)
+    for row, sequence in enumerate(sequences):
+        tokens[row, : len(sequence)] = torch.tensor(sequence)
+    hidden = model.config.hidden_size
+    aux = torch.zeros(len(sequences), length, len(aux_layer_ids) * hidden, dtype=torch.float16)
+    greedy = torch.zeros(len(sequences), length, dtype=torch.long)
+    try:
+        for start in range(0, len(sequences), batch_size):
+            # Right padding: causal attention keeps the real tokens exact.
+            logits = model(input_ids=tokens[start : start + batch_size]).logits
+            greedy[start : start + batch_size] = logits.argmax(-1)
+            aux[start : start + batch_size] = torch.cat(
+                [captured[i] for i in aux_layer_ids], dim=-1
+            ).half()
+            progress.update(min(batch_size, len(sequences) - start))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return Features(
+        tokens,
+        aux,
+        greedy,
+        torch.tensor([len(s) for s in sequences]),
+        torch.tensor(prompt_lengths),
+    )
+
+
+# ---- The heads ----------------------------------------------------------------------------
+
+
+def make_batch(features: Features, rows: Tensor, num_anchors: int, generator: torch.Generator):
+    """Rows of `features`, with up to `num_anchors` random anchors each, drawn from the anchors
+    whose whole draft lies on the greedy path: j + 1 >= prompt length - 1."""
+    lengths = features.lengths[rows]
+    length = int(lengths.max())
+    candidates = [
+        torch.arange(max(0, int(features.prompt_lengths[row]) - 2), int(features.lengths[row]) - 2)
+        for row in rows.tolist()
+    ]
+    width = min(num_anchors, max(len(c) for c in candidates))
+    anchors = torch.full((len(rows), width), -1)
+    for index, pool in enumerate(candidates):
+        if len(pool) == 0:
+            continue
+        order = torch.randperm(len(pool), generator=generator)[:width]
+        chosen = pool[order].sort().values
+        anchors[index, : len(chosen)] = chosen
+    return Batch(
+        tokens=features.tokens[rows, :length],
+        aux=features.aux[rows, :length].float(),
+        greedy=features.greedy[rows, :length],
+        lengths=lengths,
+        anchors=anchors,
+    )
+
+
+LogitsFn = Callable[[DraftHead, Batch], tuple[Tensor, Tensor, Tensor, Tensor]]
+
+
+def peagle_fn(embed: nn.Embedding, mask_token_id: int, depth: int) -> LogitsFn:
+    return lambda head, batch: peagle_logits(head, embed, mask_token_id, batch, depth)
+
+
+def eagle3_fn(embed: nn.Embedding, depth: int) -> LogitsFn:
+    return lambda head, batch: eagle3_logits(head, embed, batch, depth)
+
+
+def batches(
+    features: Features, batch_size: int, epochs: int, num_anchors: int, seed: int
+) -> Iterator[Batch]:
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(epochs):
+        order = torch.randperm(features.tokens.shape[0], generator=generator)
+        for start in range(0, len(order) - batch_size + 1, batch_size):
+            yield make_batch(features, order[start : start + batch_size], num_anchors, generator)
+
+
+def head_loss(logits: Tensor, labels: Tensor, weights: Tensor) -> Tensor:
+    losses = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="none")
+    return (losses * weights.flatten()).sum() / weights.sum().clamp(min=1)
+
+
+def train_head(
+    head: DraftHead,
+    logits_fn: LogitsFn,
+    features: Features,
+    batch_size: int,
+    epochs: int,
+    num_anchors: int,
+    lr: float,
+    seed: int,
+    progress: tqdm,
+) -> list[float]:
+    params = [p for p in head.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
+    steps = epochs * (features.tokens.shape[0] // batch_size)
+    losses = []
+    head.train()
+    for step, batch in enumerate(batches(features, batch_size, epochs, num_anchors, seed)):
+        set_lr(optimizer, cosine_lr(step, steps, lr, warmup=max(1, steps // 20)))
+        logits, labels, weights, _ = logits_fn(head, batch)
+        loss = head_loss(logits, labels, weights)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        progress.set_postfix(loss=f"{sum(losses[-10:]) / len(losses[-10:]):.3f}")
+        progress.update(1)
+    head.eval()
+    return losses
+
+
+@torch.no_grad()
+def acceptance(
+    head: DraftHead, logits_fn: LogitsFn, features: Features, depth: int, batch_size: int = 8
+) -> tuple[list[float], list[float]]:
+    """Offline greedy acceptance on held-out sequences, every anchor on the greedy path.
+
+    Returns the per-offset accuracy and the mean acceptance length at K = 1..depth
+    (1 + expected number of leading draft tokens that match the target's greedy tokens).
+    """
+    generator = torch.Generator().manual_seed(0)
+    hits: list[Tensor] = []  # [anchors, depth] matches
+    for start in range(0, features.tokens.shape[0], batch_size):
+        rows = torch.arange(start, min(start + batch_size, features.tokens.shape[0]))
+        batch = make_batch(features, rows, 10_000, generator)
+        logits, labels, weights, offsets = logits_fn(head, batch)
+        correct = logits.argmax(-1) == labels
+        num_anchors = batch.anchors.shape[1]
+        real = offsets == 0
+        # Offset 0 of anchor j is the real slot j.
+        first = correct[:, real].gather(1, batch.anchors.clamp(min=0))
+        chain = [first] + [
+            correct[:, offsets == offset].view(-1, num_anchors) for offset in range(1, depth)
+        ]
+        valid = weights[:, offsets == depth - 1].view(-1, num_anchors) > 0
+        hits.append(torch.stack(chain, dim=-1)[valid])
+    matches = torch.cat(hits).float()
+    accuracy = matches.mean(0).tolist()
+    leading = matches.cumprod(dim=1)
+    lengths = [1 + leading[:, :k].sum(1).mean().item() for k in range(1, depth + 1)]
+    return accuracy, lengths
