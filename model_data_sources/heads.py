@@ -1,17 +1,18 @@
 """The drafter head for training: plain torch, the same arithmetic as vLLM's `llama_eagle3.py`.
 
-vLLM's `LlamaForCausalLMEagle3` with one layer and default flags (norm_before_residual,
-norm_before_fc, fc_norm and norm_output all off) computes, per slot:
+vLLM's `LlamaForCausalLMEagle3` with default flags (norm_before_residual, norm_before_fc,
+fc_norm and norm_output all off) computes, per slot:
 
     h      = fc(aux)              target aux hidden states, or mask_hidden, through fc
              (or, in sequential EAGLE-3 steps 2.., the head's own previous `prenorm`, no fc)
-    x      = cat(input_layernorm(embed(token)), hidden_norm(h))     residual = h
-    r      = attn(x) + h
-    prenorm = mlp(post_attention_layernorm(r)) + r
-    logits = lm_head(norm(prenorm))
+    layer 0:  x = cat(input_layernorm(embed(token)), hidden_norm(h))     residual = h
+              r = attn(x) + h;  h = mlp(post_attention_layernorm(r)) + r
+    layer i:  a plain Llama decoder layer on h (its attention reads only h)
+    prenorm = h after the last layer
+    logits  = lm_head(norm(prenorm))
 
 The embedding is the target's (the checkpoint has no embed_tokens, so vLLM shares the target's);
-the head owns fc, the layer, norm, lm_head and, for P-EAGLE, mask_hidden. `state_dict_for_vllm`
+the head owns fc, the layers, norm, lm_head and, for P-EAGLE, mask_hidden. `state_dict_for_vllm`
 names the weights the way vLLM's loader expects.
 """
 
@@ -32,6 +33,7 @@ class HeadShape:
     head_dim: int
     intermediate_size: int
     vocab_size: int
+    num_layers: int = 1
     rms_norm_eps: float = 1e-5
     rope_theta: float = 10000.0
 
@@ -56,46 +58,47 @@ def rotate(x: Tensor, positions: Tensor, theta: float) -> Tensor:
     return torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)
 
 
-class DraftHead(nn.Module):
-    def __init__(self, shape: HeadShape, parallel: bool) -> None:
+KeyValue = tuple[Tensor, Tensor]  # keys and values [B, H, M, D] of one layer
+
+
+class DecoderLayer(nn.Module):
+    """One Llama decoder layer; layer 0 of a head reads 2 x hidden (embedding and hidden)."""
+
+    def __init__(self, shape: HeadShape, first: bool) -> None:
         super().__init__()
-        self.shape = shape
         hidden, width = shape.hidden_size, shape.num_heads * shape.head_dim
         eps = shape.rms_norm_eps
-        self.fc = nn.Linear(shape.num_aux * hidden, hidden, bias=False)
+        self.shape = shape
+        self.first = first
         self.input_layernorm = RMSNorm(hidden, eps)
-        self.hidden_norm = RMSNorm(hidden, eps)
-        self.q_proj = nn.Linear(2 * hidden, width, bias=False)
-        self.k_proj = nn.Linear(2 * hidden, width, bias=False)
-        self.v_proj = nn.Linear(2 * hidden, width, bias=False)
+        if first:
+            self.hidden_norm = RMSNorm(hidden, eps)
+        in_size = 2 * hidden if first else hidden
+        self.q_proj = nn.Linear(in_size, width, bias=False)
+        self.k_proj = nn.Linear(in_size, width, bias=False)
+        self.v_proj = nn.Linear(in_size, width, bias=False)
         self.o_proj = nn.Linear(width, hidden, bias=False)
         self.post_attention_layernorm = RMSNorm(hidden, eps)
         self.gate_proj = nn.Linear(hidden, shape.intermediate_size, bias=False)
         self.up_proj = nn.Linear(hidden, shape.intermediate_size, bias=False)
         self.down_proj = nn.Linear(shape.intermediate_size, hidden, bias=False)
-        self.norm = RMSNorm(hidden, eps)
-        self.lm_head = nn.Linear(hidden, shape.vocab_size, bias=False)
-        self.mask_hidden = (
-            nn.Parameter(torch.randn(1, shape.num_aux * hidden) * 0.02) if parallel else None
-        )
-        for module in self.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.normal_(module.weight, std=0.02)
 
     def heads(self, x: Tensor) -> Tensor:
         batch, length, _ = x.shape
         return x.view(batch, length, self.shape.num_heads, self.shape.head_dim).transpose(1, 2)
 
-    def step(
+    def forward(
         self,
-        embeds: Tensor,  # [B, N, hidden]: the target's embedding of each slot's token
-        hidden: Tensor,  # [B, N, hidden]: fc output, or the previous step's prenorm
-        positions: Tensor,  # [B, N]
-        mask: Tensor,  # [B, N, M + N] bool: may slot n attend to key m (past keys first)
-        past: tuple[Tensor, Tensor] | None = None,  # keys and values [B, H, M, D] of earlier slots
-    ) -> tuple[Tensor, Tensor, tuple[Tensor, Tensor]]:
-        """One pass of the layer. Returns (logits, prenorm, this pass's keys and values)."""
-        x = torch.cat([self.input_layernorm(embeds), self.hidden_norm(hidden)], dim=-1)
+        embeds: Tensor,
+        hidden: Tensor,
+        positions: Tensor,
+        mask: Tensor,
+        past: KeyValue | None,
+    ) -> tuple[Tensor, KeyValue]:
+        if self.first:
+            x = torch.cat([self.input_layernorm(embeds), self.hidden_norm(hidden)], dim=-1)
+        else:
+            x = self.input_layernorm(hidden)
         theta = self.shape.rope_theta
         query = rotate(self.heads(self.q_proj(x)), positions, theta)
         key = rotate(self.heads(self.k_proj(x)), positions, theta)
@@ -107,26 +110,68 @@ class DraftHead(nn.Module):
         attended = F.scaled_dot_product_attention(
             query, all_key, all_value, attn_mask=mask[:, None]
         )
-        attended = attended.transpose(1, 2).flatten(2)
-        residual = self.o_proj(attended) + hidden
+        residual = self.o_proj(attended.transpose(1, 2).flatten(2)) + hidden
         normed = self.post_attention_layernorm(residual)
-        prenorm = self.down_proj(F.silu(self.gate_proj(normed)) * self.up_proj(normed)) + residual
-        return self.lm_head(self.norm(prenorm)), prenorm, (key, value)
+        output = self.down_proj(F.silu(self.gate_proj(normed)) * self.up_proj(normed)) + residual
+        return output, (key, value)
+
+    def named_weights(self, prefix: str) -> dict[str, Tensor]:
+        names = {
+            prefix + "input_layernorm.weight": self.input_layernorm.weight,
+            prefix + "post_attention_layernorm.weight": self.post_attention_layernorm.weight,
+        }
+        if self.first:
+            names[prefix + "hidden_norm.weight"] = self.hidden_norm.weight
+        for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            names[f"{prefix}self_attn.{name}.weight"] = getattr(self, name).weight
+        for name in ("gate_proj", "up_proj", "down_proj"):
+            names[f"{prefix}mlp.{name}.weight"] = getattr(self, name).weight
+        return names
+
+
+class DraftHead(nn.Module):
+    def __init__(self, shape: HeadShape, parallel: bool) -> None:
+        super().__init__()
+        self.shape = shape
+        hidden = shape.hidden_size
+        self.fc = nn.Linear(shape.num_aux * hidden, hidden, bias=False)
+        self.layers = nn.ModuleList(
+            DecoderLayer(shape, first=index == 0) for index in range(shape.num_layers)
+        )
+        self.norm = RMSNorm(hidden, shape.rms_norm_eps)
+        self.lm_head = nn.Linear(hidden, shape.vocab_size, bias=False)
+        self.mask_hidden = (
+            nn.Parameter(torch.randn(1, shape.num_aux * hidden) * 0.02) if parallel else None
+        )
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.normal_(module.weight, std=0.02)
+
+    def step(
+        self,
+        embeds: Tensor,  # [B, N, hidden]: the target's embedding of each slot's token
+        hidden: Tensor,  # [B, N, hidden]: fc output, or the previous step's prenorm
+        positions: Tensor,  # [B, N]
+        mask: Tensor,  # [B, N, M + N] bool: may slot n attend to key m (past keys first)
+        past: list[KeyValue] | None = None,  # per layer, the keys and values of earlier slots
+    ) -> tuple[Tensor, Tensor, list[KeyValue]]:
+        """One pass of the layers. Returns (logits, prenorm, this pass's keys and values)."""
+        cache = []
+        for index, layer in enumerate(self.layers):
+            hidden, key_value = layer(
+                embeds, hidden, positions, mask, past[index] if past is not None else None
+            )
+            cache.append(key_value)
+        return self.lm_head(self.norm(hidden)), hidden, cache
 
     def state_dict_for_vllm(self) -> dict[str, Tensor]:
-        layer = "layers.0."
         names = {
             "fc.weight": self.fc.weight,
             "norm.weight": self.norm.weight,
             "lm_head.weight": self.lm_head.weight,
-            layer + "input_layernorm.weight": self.input_layernorm.weight,
-            layer + "hidden_norm.weight": self.hidden_norm.weight,
-            layer + "post_attention_layernorm.weight": self.post_attention_layernorm.weight,
         }
-        for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
-            names[f"{layer}self_attn.{name}.weight"] = getattr(self, name).weight
-        for name in ("gate_proj", "up_proj", "down_proj"):
-            names[f"{layer}mlp.{name}.weight"] = getattr(self, name).weight
+        for index, layer in enumerate(self.layers):
+            names |= layer.named_weights(f"layers.{index}.")
         if self.mask_hidden is not None:
             names["mask_hidden"] = self.mask_hidden
         return {
@@ -229,7 +274,7 @@ def eagle3_logits(
     """
     tokens, positions, labels, valid = real_slots(batch)
     batch_size, num_real = tokens.shape
-    logits, prenorm, (real_key, real_value) = head.step(
+    logits, prenorm, real_cache = head.step(
         embed(tokens), head.fc(batch.aux[:, :-1]), positions, causal_mask(num_real, batch_size)
     )
     all_logits, all_labels, all_valid = [logits], [labels], [valid]
@@ -239,22 +284,23 @@ def eagle3_logits(
     hidden = prenorm.gather(1, anchors[..., None].expand(-1, -1, prenorm.shape[-1]))
     sees_real = torch.arange(num_real)[None, None, :] <= anchors[:, :, None]  # [B, A, R]
     own_chain = torch.eye(num_anchors, dtype=torch.bool).expand(batch_size, -1, -1)
-    chain_keys: list[Tensor] = []
-    chain_values: list[Tensor] = []
+    chain: list[list[KeyValue]] = []  # per step, per layer
     for offset in range(1, depth):
         offset_positions, offset_labels, offset_valid = offset_slots(batch, offset)
         token_index = (anchors + 1 + offset).clamp(max=batch.tokens.shape[1] - 1)
         offset_tokens = batch.tokens.gather(1, token_index)
-        past = (
-            torch.cat([real_key, *chain_keys], dim=2),
-            torch.cat([real_value, *chain_values], dim=2),
-        )
+        past = [
+            (
+                torch.cat([real_cache[layer][0], *(step[layer][0] for step in chain)], dim=2),
+                torch.cat([real_cache[layer][1], *(step[layer][1] for step in chain)], dim=2),
+            )
+            for layer in range(len(real_cache))
+        ]
         mask = torch.cat([sees_real, *([own_chain] * offset)], dim=2)
-        logits, hidden, (key, value) = head.step(
+        logits, hidden, cache = head.step(
             embed(offset_tokens), hidden, offset_positions, mask, past
         )
-        chain_keys.append(key)
-        chain_values.append(value)
+        chain.append(cache)
         all_logits.append(logits)
         all_labels.append(offset_labels)
         all_valid.append(offset_valid)

@@ -41,6 +41,9 @@ class Recipe:
     )
     # vLLM's default aux layers for a 16-layer Llama: (2, L // 2, L - 3).
     aux_layer_ids: tuple[int, ...] = (2, 8, 13)
+    # The published P-EAGLE heads have 4 layers: a deeper head costs P-EAGLE one pass per step
+    # and EAGLE-3 one pass per draft token. Both heads here have the same shape.
+    head_layers: int = 4
     head_intermediate_size: int = 384
     window: int = 256
     target_batch: int = 8
@@ -66,6 +69,7 @@ def head_shape(recipe: Recipe) -> HeadShape:
         head_dim=target.head_dim,
         intermediate_size=recipe.head_intermediate_size,
         vocab_size=target.vocab_size,
+        num_layers=recipe.head_layers,
     )
 
 
@@ -85,6 +89,7 @@ def write_head(
 ) -> None:
     target = json.loads((target_dir / "config.json").read_text())
     shape = DrafterShape(
+        num_hidden_layers=recipe.head_layers,
         intermediate_size=recipe.head_intermediate_size,
         aux_layer_ids=recipe.aux_layer_ids,
         trained_positions=recipe.depth,

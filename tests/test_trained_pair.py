@@ -30,7 +30,13 @@ from serving.bench.container import EAGLE3_CHANNEL
 from tests.conftest import DEMO_ROOT, ROOT, TRAINED
 
 SHAPE = HeadShape(
-    hidden_size=32, num_aux=3, num_heads=2, head_dim=16, intermediate_size=48, vocab_size=40
+    hidden_size=32,
+    num_aux=3,
+    num_heads=2,
+    head_dim=16,
+    intermediate_size=48,
+    vocab_size=40,
+    num_layers=2,  # the first layer and a plain one: both kinds are checked
 )
 MASK_ID = 39
 DEPTH = 4
