@@ -33,7 +33,7 @@ DURATION ?= 60
 help:
 	@echo "make serve   set up, build the demo model, serve it on port $(PORT) with P-EAGLE"
 	@echo "             (the trained pair when built, else the random one)"
-	@echo "make trained-model  train the demo pair that accepts drafts (about 13 min, cached)"
+	@echo "make trained-model  train the demo pair that accepts drafts (about 14 min, cached)"
 	@echo "make test    set up, build both demo pairs, run the whole test suite"
 	@echo "make check   preflight the demo configuration without starting vLLM"
 	@echo "make bench   configuration sweep on local demo containers (build/bench/sweep.md, sweep.png)"
