@@ -50,6 +50,14 @@ def up_to_date(stamp: Path, wanted: str) -> bool:
     return stamp.is_file() and stamp.read_text() == wanted
 
 
+def clear(stamp: Path, directories: tuple[Path, ...]) -> None:
+    """Remove the stamp first, then the old outputs: an interrupted build is never taken for a
+    finished one (the stamp is written last)."""
+    stamp.unlink(missing_ok=True)
+    for directory in directories:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def build(out: Path, force: bool = False) -> None:
     stamp = out / ".stamp"
     wanted = source_hash()
@@ -60,8 +68,7 @@ def build(out: Path, force: bool = False) -> None:
 
     target_dir = out / "model"
     drafter_dir = out / "additional-model-data-sources" / CHANNEL
-    for directory in (target_dir, drafter_dir):
-        shutil.rmtree(directory, ignore_errors=True)
+    clear(stamp, (target_dir, drafter_dir))
     target = build_target(target_dir, TargetShape())
     build_drafter(drafter_dir, target, target_dir, DrafterShape())
     stamp.write_text(wanted)
@@ -80,10 +87,7 @@ def build_trained(out: Path, force: bool = False) -> None:
     target_dir = out / "model"
     peagle_dir = out / "additional-model-data-sources" / CHANNEL
     eagle3_dir = out / "additional-model-data-sources" / EAGLE3_CHANNEL
-    # The stamp goes last: an interrupted build is never taken for a finished one.
-    stamp.unlink(missing_ok=True)
-    for directory in (target_dir, peagle_dir, eagle3_dir):
-        shutil.rmtree(directory, ignore_errors=True)
+    clear(stamp, (target_dir, peagle_dir, eagle3_dir))
     started = time.monotonic()
     report = train(target_dir, peagle_dir, eagle3_dir, Recipe())
     report["seconds"]["total"] = round(time.monotonic() - started, 1)

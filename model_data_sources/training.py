@@ -39,6 +39,31 @@ def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
         group["lr"] = lr
 
 
+def optimize(
+    params: list[nn.Parameter],
+    losses_of: Iterator[Callable[[], Tensor]],
+    steps: int,
+    lr: float,
+    weight_decay: float,
+    progress: tqdm,
+) -> list[float]:
+    """The one training loop: AdamW, warmup then cosine, gradient clipping at 1. Each item of
+    `losses_of` computes one step's loss."""
+    optimizer = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.95), weight_decay=weight_decay)
+    losses = []
+    for step, loss_of in enumerate(losses_of):
+        set_lr(optimizer, cosine_lr(step, steps, lr, warmup=max(1, steps // 20)))
+        loss = loss_of()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        progress.set_postfix(loss=f"{sum(losses[-10:]) / len(losses[-10:]):.3f}")
+        progress.update(1)
+    return losses
+
+
 # ---- The target ---------------------------------------------------------------------------
 
 
@@ -60,22 +85,24 @@ def train_target(
     model: LlamaForCausalLM, windows: Tensor, batch_size: int, lr: float, progress: tqdm
 ) -> list[float]:
     steps = windows.shape[0] // batch_size
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1)
+
+    def loss_of(inputs: Tensor) -> Callable[[], Tensor]:
+        def loss() -> Tensor:
+            # bfloat16 matmuls (weights and optimizer stay float32): about 1.5x faster on CPU.
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return model(input_ids=inputs, labels=inputs).loss
+
+        return loss
+
     model.train()
-    losses = []
-    for step in range(steps):
-        set_lr(optimizer, cosine_lr(step, steps, lr, warmup=max(1, steps // 20)))
-        inputs = windows[step * batch_size : (step + 1) * batch_size]
-        # bfloat16 matmuls (weights and optimizer stay float32): about 1.5x faster on CPU.
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            loss = model(input_ids=inputs, labels=inputs).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        progress.set_postfix(loss=f"{sum(losses[-10:]) / len(losses[-10:]):.3f}")
-        progress.update(1)
+    losses = optimize(
+        list(model.parameters()),
+        (loss_of(windows[step * batch_size : (step + 1) * batch_size]) for step in range(steps)),
+        steps,
+        lr,
+        weight_decay=0.1,
+        progress=progress,
+    )
     model.eval()
     return losses
 
@@ -240,21 +267,20 @@ def train_head(
     progress: tqdm,
 ) -> list[float]:
     params = [p for p in head.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
     steps = epochs * (features.tokens.shape[0] // batch_size)
-    losses = []
+
+    def loss_of(batch: Batch) -> Callable[[], Tensor]:
+        return lambda: head_loss(*logits_fn(head, batch)[:3])
+
     head.train()
-    for step, batch in enumerate(batches(features, batch_size, epochs, num_anchors, seed)):
-        set_lr(optimizer, cosine_lr(step, steps, lr, warmup=max(1, steps // 20)))
-        logits, labels, weights, _ = logits_fn(head, batch)
-        loss = head_loss(logits, labels, weights)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        progress.set_postfix(loss=f"{sum(losses[-10:]) / len(losses[-10:]):.3f}")
-        progress.update(1)
+    losses = optimize(
+        params,
+        (loss_of(batch) for batch in batches(features, batch_size, epochs, num_anchors, seed)),
+        steps,
+        lr,
+        weight_decay=0.0,
+        progress=progress,
+    )
     head.eval()
     return losses
 

@@ -8,7 +8,6 @@ pass the preflight checks in the configurations the benchmark runs them in.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -27,7 +26,7 @@ from model_data_sources.heads import (
 )
 from serving import paths
 from serving.bench.container import EAGLE3_CHANNEL
-from tests.conftest import DEMO_ROOT, ROOT, TRAINED
+from tests.conftest import DEMO_ROOT, ROOT, TRAINED, demo_env
 
 SHAPE = HeadShape(
     hidden_size=32,
@@ -220,14 +219,9 @@ def test_trained_heads_pass_preflight(channel: str, k: int):
     }
     if channel == paths.DRAFTER_CHANNEL:
         config["parallel_drafting"] = True
-    env = {
-        "PATH": os.environ["PATH"],
-        "OPT_ML_ROOT": str(DEMO_ROOT),
-        "SM_VLLM_SPECULATIVE_CONFIG": json.dumps(config),
-    }
     result = subprocess.run(
         [sys.executable, "-m", "serving", "check"],
-        env=env,
+        env=demo_env(SM_VLLM_SPECULATIVE_CONFIG=json.dumps(config)),
         cwd=ROOT,
         capture_output=True,
         text=True,
