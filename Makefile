@@ -27,8 +27,11 @@ BENCH_PROMPTS ?= 16
 BENCH_MAX_TOKENS ?= 64
 CLIENTS ?= 64
 DURATION ?= 60
+# make load-bodies: clients posting chat payloads of BODY_MB MiB; the goal is /ping p99 < 50 ms.
+BODY_CLIENTS ?= 32
+BODY_MB ?= 5
 
-.PHONY: help setup demo-model trained-model serve check test bench load lint format image image-cpu clean
+.PHONY: help setup demo-model trained-model serve check test bench load load-bodies lint format image image-cpu clean
 
 help:
 	@echo "make serve   set up, build the demo model, serve it on port $(PORT) with P-EAGLE"
@@ -38,6 +41,7 @@ help:
 	@echo "make check   preflight the demo configuration without starting vLLM"
 	@echo "make bench   configuration sweep on local demo containers (build/bench/sweep.md, sweep.png)"
 	@echo "make load    $(CLIENTS) clients for $(DURATION) s against the container on port $(PORT)"
+	@echo "make load-bodies  $(BODY_CLIENTS) clients posting $(BODY_MB) MiB payloads; /ping latency"
 	@echo "make lint    ruff and hadolint"
 	@echo "make image   build the GPU image (image-cpu: the CPU demo image); needs Docker"
 
@@ -73,6 +77,10 @@ bench: demo-model
 
 load: setup
 	$(PY) -m serving.bench load --url http://127.0.0.1:$(PORT) --clients $(CLIENTS) --duration $(DURATION)
+
+load-bodies: setup
+	$(PY) -m serving.bench load --url http://127.0.0.1:$(PORT) --body-mb $(BODY_MB) \
+		--clients $(BODY_CLIENTS) --duration $(DURATION)
 
 lint: setup
 	$(VENV)/bin/ruff check serving model_data_sources tests

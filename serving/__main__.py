@@ -7,10 +7,9 @@ import logging
 import os
 import sys
 
-from serving import logs, preflight
+from serving import exit_codes, logs, preflight
 from serving.settings import Settings, SettingsError, load_settings
 
-EXIT_BAD_CONFIG = 2
 log = logging.getLogger("serving")
 
 
@@ -42,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = checked_settings()
     if settings is None:
         log.error("start-up stopped before loading any weights; fix the problems above.")
-        return EXIT_BAD_CONFIG
+        return exit_codes.BAD_CONFIG
     if args.command == "check":
         return 0
     from serving.server import serve

@@ -1,36 +1,68 @@
-"""The HTTP front: SageMaker's routes, and the engine's OpenAI API relayed. Routes only."""
+"""The HTTP front: SageMaker's routes, and the engine's allow-listed OpenAI API. Routes only."""
 
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, Response
 
-from serving import invocations
+from serving import invocations, routes
+from serving.bodies import BodyError, read_body
 from serving.errors import error_response
-from serving.gate import RequestGate
+from serving.gate import RequestGate, raw_path
+from serving.headers import has_forbidden_bytes, to_engine
 from serving.lifecycle import Lifecycle
+from serving.logs import printable
 from serving.metrics import FrontMetrics
-from serving.relay import Relay, end_to_end
+from serving.relay import Relay
 from serving.settings import Settings
 
 log = logging.getLogger("serving.app")
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+# Bodies above this are parsed off the event loop, so a 5 MB payload cannot stall /ping.
+INLINE_PARSE_BYTES = 64 * 1024
+ENGINE_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"]
+NO_ROUTE = (
+    "no such route; the container serves GET /ping, POST /invocations, GET /metrics "
+    "and the OpenAI API under /v1 (e.g. POST /v1/chat/completions)."
+)
 
 
-def upstream_headers(request: Request) -> dict[str, str]:
-    headers = end_to_end(request.headers)
-    # SageMaker's inference id (or ours) names the request in vLLM too.
-    headers["x-request-id"] = request.scope["state"]["request_id"]
-    return headers
+def engine_headers(request: Request, replace: dict[bytes, bytes] | None = None):
+    """The client's headers for the engine, with `replace` overriding same-named ones."""
+    replace = replace or {}
+    headers = [pair for pair in request.scope["headers"] if pair[0].lower() not in replace]
+    return to_engine(headers, request.scope["state"]["request_id"]) + list(replace.items())
+
+
+def bad_header(request: Request) -> Response | None:
+    for name, value in request.scope["headers"]:
+        if has_forbidden_bytes(value):
+            return error_response(
+                400,
+                f"header {printable(name)!s} carries control characters; remove them.",
+            )
+    return None
+
+
+def body_error(error: BodyError | invocations.PayloadError) -> Response:
+    # The rest of an unread body would arrive as the next request: close the connection.
+    unread = error.status in (408, 413)
+    return error_response(
+        error.status, error.message, headers={"Connection": "close"} if unread else None
+    )
 
 
 def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAPI:
     metrics = FrontMetrics()
+    # One thread: parses run one at a time, so the loop waits on at most one for the GIL.
+    parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="payload-parser")
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -40,6 +72,7 @@ def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAP
         finally:
             await lifecycle.stop()
             await relay.aclose()
+            parser.shutdown(wait=False, cancel_futures=True)
 
     app = FastAPI(
         title="vLLM P-EAGLE SageMaker front",
@@ -48,6 +81,11 @@ def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAP
         redoc_url=None,
         openapi_url=None,
     )
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, error: HTTPException) -> Response:
+        message = NO_ROUTE if error.status_code == 404 else str(error.detail)
+        return error_response(error.status_code, message, headers=error.headers)
 
     @app.api_route("/ping", methods=["GET", "POST"])
     async def ping() -> Response:
@@ -58,30 +96,53 @@ def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAP
     async def invoke(request: Request) -> Response:
         try:
             invocations.check_content_type(request.headers.get("content-type"))
-            body = await invocations.read_body(request, settings.max_payload_bytes)
-            payload = invocations.parse_json_object(body)
-            path, payload = invocations.route(payload, settings.served_model_name)
-        except invocations.PayloadError as error:
-            return error_response(error.status, error.message)
+            body = await read_body(
+                request, settings.max_payload_bytes, settings.body_timeout_seconds
+            )
+            if len(body) > INLINE_PARSE_BYTES:
+                loop = asyncio.get_running_loop()
+                content = await loop.run_in_executor(
+                    parser, invocations.prepare, body, settings.served_model_name
+                )
+            else:
+                content = invocations.prepare(body, settings.served_model_name)
+        except (BodyError, invocations.PayloadError) as error:
+            return body_error(error)
         if settings.log_bodies:
             log.info(
                 "%s request body: %s",
-                request.scope["state"]["request_id"],
-                body.decode(errors="replace"),
+                printable(request.scope["state"]["request_id"]),
+                printable(body.decode(errors="replace")),
             )
-        headers = upstream_headers(request)
-        headers["content-type"] = "application/json"
-        return await relay.forward(request, "POST", path, json.dumps(payload).encode(), headers)
+        if (refusal := bad_header(request)) is not None:
+            return refusal
+        headers = engine_headers(request, {b"content-type": b"application/json"})
+        return await relay.forward(request, invocations.ENGINE_PATH.encode(), content, headers)
 
-    @app.api_route("/v1/{path:path}", methods=["GET", "POST", "PUT", "DELETE", "PATCH"])
-    async def openai_api(path: str, request: Request) -> Response:
+    async def engine_route(request: Request) -> Response:
+        path = raw_path(request.scope)
+        route = routes.match(path)
+        if route is None or not route.relayed:
+            return error_response(404, NO_ROUTE)
+        if request.method not in route.methods:
+            allowed = ", ".join(route.methods)
+            return error_response(
+                405, f"{route.label} takes {allowed}.", headers={"Allow": allowed}
+            )
+        if (refusal := bad_header(request)) is not None:
+            return refusal
         try:
-            body = await invocations.read_body(request, settings.max_payload_bytes)
-        except invocations.PayloadError as error:
-            return error_response(error.status, error.message)
-        return await relay.forward(
-            request, request.method, f"/v1/{path}", body, upstream_headers(request)
-        )
+            body = await read_body(
+                request, settings.max_payload_bytes, settings.body_timeout_seconds
+            )
+        except BodyError as error:
+            return body_error(error)
+        query = request.scope.get("query_string", b"")
+        target = path + b"?" + query if query else path
+        return await relay.forward(request, target, body, engine_headers(request))
+
+    for prefix in ("/v1/{path:path}", "/adapters", "/adapters/{path:path}"):
+        app.add_api_route(prefix, engine_route, methods=ENGINE_METHODS)
 
     @app.get("/metrics")
     async def prometheus_metrics() -> Response:

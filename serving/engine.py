@@ -1,4 +1,9 @@
-"""The vLLM OpenAI server as a child process on loopback: argv, start, health, stop."""
+"""The vLLM OpenAI server as a child process on a private Unix socket: argv, start, health, stop.
+
+A Unix socket in a directory only this user can enter: no port to race for at start, and
+nothing else on the host or in a multi-container pipeline can reach the unauthenticated
+engine, which only the front should talk to.
+"""
 
 from __future__ import annotations
 
@@ -8,22 +13,31 @@ import logging
 import os
 import signal
 import sys
+import tempfile
+from pathlib import Path
 
 import httpx
 
+from serving.secrets import redact_argv
 from serving.settings import Settings
 
 log = logging.getLogger("serving.engine")
 
 VLLM_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 HEALTH_POLL_SECONDS = 0.5
+SOCKET_NAME = "engine.sock"
 
 
 class EngineExited(RuntimeError):
     """The vLLM process ended."""
 
 
-def build_argv(settings: Settings, python: str = sys.executable) -> list[str]:
+def private_socket_path() -> Path:
+    """A fresh socket path in a new directory only this user may enter (mode 0700)."""
+    return Path(tempfile.mkdtemp(prefix="serving-engine-")) / SOCKET_NAME
+
+
+def build_argv(settings: Settings, socket_path: Path, python: str = sys.executable) -> list[str]:
     """The engine's command line: our fixed flags first, the user's SM_VLLM_* flags last so
     they win where argparse takes the last value."""
     argv = [
@@ -32,10 +46,8 @@ def build_argv(settings: Settings, python: str = sys.executable) -> list[str]:
         VLLM_SERVER_MODULE,
         "--model",
         settings.model,
-        "--host",
-        settings.engine_host,
-        "--port",
-        str(settings.engine_port),
+        "--uds",
+        str(socket_path),
         # The front writes one access line per request; vLLM's would double them.
         "--disable-uvicorn-access-log",
         # The request id (SageMaker's inference id) comes back as a response header.
@@ -51,9 +63,8 @@ def build_argv(settings: Settings, python: str = sys.executable) -> list[str]:
 class Engine:
     """One vLLM server process. Its stdout and stderr are the container's."""
 
-    def __init__(self, argv: list[str], url: str, niceness: int = 0):
+    def __init__(self, argv: list[str], niceness: int = 0):
         self.argv = argv
-        self.url = url
         self.niceness = niceness
         self.process: asyncio.subprocess.Process | None = None
 
@@ -66,13 +77,17 @@ class Engine:
         return self.process.returncode if self.process else None
 
     async def start(self) -> None:
-        log.info("starting engine: %s", " ".join(self.argv))
+        """Spawn vLLM; raises OSError when it cannot be spawned at all."""
+        log.info("starting engine: %s", " ".join(redact_argv(self.argv)))
         # Its own session, so stop() can end vLLM's worker processes with it.
         self.process = await asyncio.create_subprocess_exec(*self.argv, start_new_session=True)
         if self.niceness:
             # Before vLLM forks its workers (they inherit it): a busy engine must not starve
             # the front, whose /ping has to answer SageMaker within 2 s.
-            os.setpriority(os.PRIO_PROCESS, self.process.pid, self.niceness)
+            try:
+                os.setpriority(os.PRIO_PROCESS, self.process.pid, self.niceness)
+            except ProcessLookupError:
+                pass  # it already exited: the supervisor's wait reports how
 
     async def wait_ready(self, client: httpx.AsyncClient) -> None:
         """Return once /health answers 200; raise EngineExited if the process ends first."""
@@ -81,7 +96,7 @@ class Engine:
             if self.process.returncode is not None:
                 raise EngineExited(f"engine exited with code {self.process.returncode}")
             try:
-                response = await client.get(f"{self.url}/health", timeout=2.0)
+                response = await client.get("/health", timeout=2.0)
                 if response.status_code == 200:
                     return
             except httpx.HTTPError:
@@ -97,7 +112,7 @@ class Engine:
             return
         try:
             os.killpg(self.process.pid, sig)
-        except ProcessLookupError:
+        except (ProcessLookupError, PermissionError):
             pass
 
     async def stop(self, timeout: float = 3.0) -> None:

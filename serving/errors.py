@@ -8,11 +8,19 @@ from http import HTTPStatus
 from starlette.responses import JSONResponse
 
 
+def status_type(status: int) -> str:
+    """`NotFound` for 404; statuses outside the standard list (nginx's 499) get a generic name."""
+    try:
+        return HTTPStatus(status).phrase.replace(" ", "")
+    except ValueError:
+        return "ClientClosedRequest" if status == 499 else "Error"
+
+
 def error_body(status: int, message: str, error_type: str | None = None) -> dict:
     return {
         "error": {
             "message": message,
-            "type": error_type or HTTPStatus(status).phrase.replace(" ", ""),
+            "type": error_type or status_type(status),
             "param": None,
             "code": status,
         }
@@ -30,3 +38,11 @@ def error_response(
 def sse_error(status: int, message: str, error_type: str | None = None) -> bytes:
     """An error as one server-sent event, for a stream whose 200 was already sent."""
     return f"data: {json.dumps(error_body(status, message, error_type))}\n\n".encode()
+
+
+class AnswerCut(Exception):
+    """The engine's answer broke off after its status line was sent to the client.
+
+    The only honest thing left is to abort the client's connection, so that a cut
+    answer never reads as a complete one.
+    """

@@ -12,24 +12,43 @@ import uuid
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from serving.errors import error_response
+from serving import routes
+from serving.errors import AnswerCut, error_response
+from serving.headers import has_forbidden_bytes
 from serving.lifecycle import Lifecycle, Status
-from serving.logs import FIELDS
+from serving.logs import FIELDS, printable
 from serving.metrics import FrontMetrics
 
 log = logging.getLogger("serving.access")
 
 INFERENCE_ID_HEADER = b"x-amzn-sagemaker-inference-id"
-GATED_PREFIXES = ("/invocations", "/v1/")
 NOT_SERVING = {
     Status.LOADING: ("the model is still loading; retry shortly.", "10"),
     Status.DRAINING: ("the container is shutting down; retry on another instance.", "5"),
     Status.DEAD: ("the engine has stopped; retry on another instance.", "5"),
 }
+# The status label of an answer whose body the engine broke off (its connection is aborted).
+CUT = "cut"
+# Routes not worth a line per request in the access log: probes and scrapes.
+QUIET = {"/ping", "/metrics"}
 
 
-def route_label(path: str) -> str:
-    return "/v1" if path.startswith("/v1/") else path
+def request_id(headers: list[tuple[bytes, bytes]]) -> bytes:
+    """SageMaker's inference id when it sent a usable one, else one of ours."""
+    for name, value in headers:
+        if name == INFERENCE_ID_HEADER and value and not has_forbidden_bytes(value):
+            return value
+    return uuid.uuid4().hex.encode()
+
+
+def raw_path(scope: Scope) -> bytes:
+    return scope.get("raw_path") or scope["path"].encode("utf-8", errors="surrogateescape")
+
+
+def answer_was_cut(error: BaseException) -> bool:
+    if isinstance(error, BaseExceptionGroup):
+        return all(answer_was_cut(inner) for inner in error.exceptions)
+    return isinstance(error, AnswerCut)
 
 
 class RequestGate:
@@ -45,12 +64,13 @@ class RequestGate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path: str = scope["path"]
-        headers = dict(scope["headers"])
-        request_id = headers.get(INFERENCE_ID_HEADER, b"").decode() or uuid.uuid4().hex
-        scope.setdefault("state", {})["request_id"] = request_id
+        route = routes.match(raw_path(scope))
+        label = route.label if route else routes.UNMATCHED
+        request_id_bytes = request_id(scope["headers"])
+        state = scope.setdefault("state", {})
+        state["request_id"] = request_id_bytes
         started = time.perf_counter()
-        status_seen = 500
+        status_seen: int | str = 500
         streaming = False
         first_byte_seen = False
 
@@ -62,14 +82,11 @@ class RequestGate:
                 streaming = content_type.startswith(b"text/event-stream")
             elif streaming and not first_byte_seen and message.get("body"):
                 first_byte_seen = True
-                self.metrics.first_byte.labels(route_label(path)).observe(
-                    time.perf_counter() - started
-                )
+                self.metrics.first_byte.labels(label).observe(time.perf_counter() - started)
             await send(message)
 
-        gated = path.startswith(GATED_PREFIXES)
         try:
-            if not gated:
+            if route is None or not route.gated:
                 await self.app(scope, receive, send_with_status)
                 return
             refusal = self.refusal()
@@ -83,31 +100,41 @@ class RequestGate:
             finally:
                 self.lifecycle.in_flight -= 1
                 self.metrics.in_flight.dec()
+        except BaseException as error:
+            if not answer_was_cut(error):
+                raise
+            # Returning without finishing the body makes the server abort the connection.
+            status_seen = CUT
         finally:
-            elapsed = time.perf_counter() - started
-            if path not in ("/ping", "/metrics"):
-                label = route_label(path)
-                self.metrics.requests.labels(label, str(status_seen)).inc()
-                self.metrics.latency.labels(label).observe(elapsed)
-                tokens = scope["state"].get("completion_tokens")
-                fields = {
-                    "request_id": request_id,
-                    "method": scope["method"],
-                    "path": path,
-                    "status": status_seen,
-                    "latency_ms": round(elapsed * 1000, 1),
-                    "completion_tokens": tokens,
-                }
-                log.info(
-                    "%s %s %s %d %.1fms tokens=%s",
-                    request_id,
-                    scope["method"],
-                    path,
-                    status_seen,
-                    elapsed * 1000,
-                    "-" if tokens is None else tokens,
-                    extra={FIELDS: fields},
-                )
+            if label not in QUIET:
+                self.access(scope, label, request_id_bytes, status_seen, started)
+
+    def access(
+        self, scope: Scope, label: str, request_id: bytes, status: int | str, started: float
+    ) -> None:
+        elapsed = time.perf_counter() - started
+        self.metrics.requests.labels(label, str(status)).inc()
+        self.metrics.latency.labels(label).observe(elapsed)
+        tokens = scope["state"].get("completion_tokens")
+        fields = {
+            "request_id": printable(request_id),
+            "method": scope["method"],
+            "path": printable(raw_path(scope)),
+            "route": label,
+            "status": status,
+            "latency_ms": round(elapsed * 1000, 1),
+            "completion_tokens": tokens,
+        }
+        log.info(
+            "%s %s %s %s %.1fms tokens=%s",
+            fields["request_id"],
+            fields["method"],
+            fields["path"],
+            status,
+            elapsed * 1000,
+            "-" if tokens is None else tokens,
+            extra={FIELDS: fields},
+        )
 
     def refusal(self):
         status = self.lifecycle.status

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from starlette.requests import Request
-
 # vLLM's own /invocations takes both payload kinds and applies SageMaker's session
 # (X-Amzn-SageMaker-Session-Id) and adapter (X-Amzn-SageMaker-Adapter-Identifier) rules.
 ENGINE_PATH = "/invocations"
@@ -35,26 +33,6 @@ def check_content_type(content_type: str | None) -> None:
     )
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 as soon as it is known to exceed `limit` bytes."""
-    declared = request.headers.get("content-length")
-    too_large = PayloadError(
-        413,
-        f"payload is larger than the {limit / 1024 / 1024:g} MB limit "
-        "(SAGEMAKER_MAX_PAYLOAD_IN_MB); send a smaller request.",
-    )
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise too_large
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 def parse_json_object(body: bytes) -> dict[str, Any]:
     try:
         payload = json.loads(body)
@@ -67,8 +45,7 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
     return payload
 
 
-def route(payload: dict[str, Any], served_model_name: str) -> tuple[str, dict[str, Any]]:
-    """The engine path for a payload, and the payload with `model` filled in."""
+def check_kind(payload: dict[str, Any]) -> None:
     if not any(key in payload for key in PAYLOAD_KEYS):
         raise PayloadError(
             400,
@@ -76,6 +53,30 @@ def route(payload: dict[str, Any], served_model_name: str) -> tuple[str, dict[st
             '({"messages": [{"role": "user", "content": "..."}]}) or a completion payload '
             '({"prompt": "..."}).',
         )
-    if "requestType" not in payload and not payload.get("model"):
-        payload = {**payload, "model": served_model_name}
-    return ENGINE_PATH, payload
+
+
+def with_model(body: bytes, payload: dict[str, Any], served_model_name: str) -> bytes:
+    """The body as the engine gets it: `model` filled in when the client left it out.
+
+    An absent key is spliced in after the opening brace, so a 5 MB prompt is never
+    re-serialised; only an explicit null or empty model costs a re-encode.
+    """
+    if "requestType" in payload or payload.get("model"):
+        return body
+    if "model" in payload or json.detect_encoding(body) != "utf-8":
+        return json.dumps({**payload, "model": served_model_name}, ensure_ascii=False).encode()
+    opening = body.index(b"{") + 1
+    return (
+        body[:opening]
+        + b'"model": '
+        + json.dumps(served_model_name).encode()
+        + b","
+        + body[opening:]
+    )
+
+
+def prepare(body: bytes, served_model_name: str) -> bytes:
+    """Check an /invocations body and return what the engine's /invocations gets."""
+    payload = parse_json_object(body)
+    check_kind(payload)
+    return with_model(body, payload, served_model_name)

@@ -14,11 +14,10 @@ from collections.abc import Callable
 
 import httpx
 
+from serving import exit_codes
 from serving.engine import Engine, EngineExited
 
 log = logging.getLogger("serving.lifecycle")
-
-EXIT_ENGINE_DIED = 3
 
 
 class Status(enum.Enum):
@@ -56,19 +55,27 @@ class Lifecycle:
         self._tasks.append(asyncio.create_task(self._supervise(client), name="engine-supervisor"))
 
     async def _supervise(self, client: httpx.AsyncClient) -> None:
-        await self.engine.start()
+        # Any failure here must end the container: a supervisor that dies quietly would
+        # leave /ping answering 503 forever.
         try:
-            await self.engine.wait_ready(client)
+            await self._start_and_watch(client)
+        except asyncio.CancelledError:
+            raise
         except EngineExited as error:
             self._engine_died(str(error))
-            return
+        except Exception as error:  # noqa: BLE001 - any failure ends the container
+            self._engine_died(f"the engine could not be started or watched: {error!r}")
+
+    async def _start_and_watch(self, client: httpx.AsyncClient) -> None:
+        await self.engine.start()
+        await self.engine.wait_ready(client)
         if self.status is Status.LOADING:
             self.status = Status.READY
             self.ready_at = time.monotonic()
             log.info("engine ready after %.1f s; serving", self.ready_at - self.started_at)
         # stop() cancels this task before ending the engine, so any exit seen here is a death.
         code = await self.engine.wait_exit()
-        self._engine_died(f"engine exited with code {code}")
+        raise EngineExited(f"engine exited with code {code}")
 
     def _engine_died(self, reason: str) -> None:
         log.error("%s; the container stops so the platform can replace it", reason)
@@ -78,12 +85,18 @@ class Lifecycle:
         # receive their errors before the process exits.
         self.engine.kill_group(signal.SIGKILL)
         asyncio.get_running_loop().call_later(
-            self.engine_exit_seconds, self.request_exit, EXIT_ENGINE_DIED
+            self.engine_exit_seconds, self.request_exit, exit_codes.ENGINE_DIED
         )
 
     def begin_drain(self) -> None:
-        """On SIGTERM: refuse new work, let in-flight requests finish, then exit 0."""
-        if self.status in (Status.DRAINING, Status.DEAD):
+        """On SIGTERM: refuse new work, let in-flight requests finish, then exit 0.
+
+        A second SIGTERM while draining means "now": the drain ends at once."""
+        if self.status is Status.DEAD:
+            return
+        if self.status is Status.DRAINING:
+            log.warning("second stop signal: ending the drain with %d in flight", self.in_flight)
+            self.request_exit(0)
             return
         log.info(
             "draining: %d request(s) in flight, up to %.0f s", self.in_flight, self.drain_seconds

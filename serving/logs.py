@@ -36,3 +36,18 @@ def configure(log_format: str = "plain") -> None:
     root.setLevel(logging.INFO)
     # One line per request comes from our access log; httpx would add one per engine call.
     logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+# C0 and C1 control characters, DEL, and the Unicode line separators some log viewers split
+# on: escaped wherever text from a request is written to a log, so it cannot forge a line.
+UNPRINTABLE = {
+    code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    for code in [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]
+}
+
+
+def printable(value: str | bytes) -> str:
+    """Request text (a path, a header value) made safe to put in one log line."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="backslashreplace")
+    return value.translate(UNPRINTABLE)

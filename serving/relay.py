@@ -9,35 +9,22 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 
 import httpx
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from serving.errors import error_response, sse_error
+from serving.bodies import CLIENT_CLOSED
+from serving.errors import AnswerCut, error_response, sse_error
+from serving.headers import RawHeaders, to_client
+from serving.logs import printable
 
 log = logging.getLogger("serving.relay")
 
-# RFC 9110 hop-by-hop headers, plus those the HTTP layers recompute on each hop.
-HOP_BY_HOP = {
-    "connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "trailers",
-    "transfer-encoding",
-    "upgrade",
-    "host",
-    "content-length",
-}
 ENGINE_GONE = "the engine is not answering (it may have stopped); retry on another instance."
-
-
-def end_to_end(headers: Mapping[str, str]) -> dict[str, str]:
-    return {name: value for name, value in headers.items() if name.lower() not in HOP_BY_HOP}
+# The engine listens on a Unix socket only; HTTP needs a host name all the same.
+ENGINE_BASE_URL = "http://engine"
 
 
 async def wait_for_disconnect(request: Request) -> None:
@@ -85,14 +72,17 @@ class UsageWatcher:
 
 
 class Relay:
-    def __init__(self, engine_url: str, max_connections: int):
-        self.engine_url = engine_url
+    """The front's one HTTP client to the engine, over the engine's private Unix socket."""
+
+    def __init__(self, socket_path: str, max_connections: int):
+        self.socket_path = socket_path
+        limits = httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        )
         self.client = httpx.AsyncClient(
-            base_url=engine_url,
+            base_url=ENGINE_BASE_URL,
+            transport=httpx.AsyncHTTPTransport(uds=socket_path, limits=limits),
             timeout=httpx.Timeout(connect=5.0, read=None, write=30.0, pool=5.0),
-            limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections
-            ),
         )
 
     async def aclose(self) -> None:
@@ -101,13 +91,14 @@ class Relay:
     async def forward(
         self,
         request: Request,
-        method: str,
-        path: str,
+        target: bytes,
         content: bytes,
-        headers: Mapping[str, str],
+        headers: RawHeaders,
     ) -> Response:
+        """Send `target` (raw path and query, never decoded) to the engine; relay its answer."""
+        url = httpx.URL(ENGINE_BASE_URL, raw_path=target)
         upstream_request = self.client.build_request(
-            method, path, params=request.query_params, content=content, headers=headers
+            request.method, url, content=content, headers=headers
         )
         sending = asyncio.ensure_future(self.client.send(upstream_request, stream=True))
         disconnected = asyncio.ensure_future(wait_for_disconnect(request))
@@ -120,21 +111,23 @@ class Relay:
             # and vLLM aborts the generation.
             sending.cancel()
             await asyncio.gather(sending, return_exceptions=True)
-            log.info("client disconnected; request to %s aborted", path)
-            return Response(status_code=499)
+            log.info("client disconnected; request to %s aborted", printable(target))
+            return Response(status_code=CLIENT_CLOSED)
         try:
             upstream = sending.result()
         except httpx.HTTPError as error:
-            log.warning("engine request to %s failed: %r", path, error)
+            log.warning("engine request to %s failed: %r", printable(target), error)
             return error_response(503, ENGINE_GONE, "EngineUnavailable", {"Retry-After": "5"})
-        return StreamingResponse(
+        response = StreamingResponse(
             self._body(upstream, request.scope.setdefault("state", {})),
             status_code=upstream.status_code,
-            headers=end_to_end(upstream.headers),
         )
+        response.raw_headers = to_client(upstream.headers.raw)
+        return response
 
     async def _body(self, upstream: httpx.Response, state: dict) -> AsyncIterator[bytes]:
-        usage = UsageWatcher(upstream.headers.get("content-type", ""))
+        content_type = upstream.headers.get("content-type", "")
+        usage = UsageWatcher(content_type)
         try:
             async for chunk in upstream.aiter_raw():
                 usage.feed(chunk)
@@ -143,9 +136,11 @@ class Relay:
             if usage.completion_tokens is not None:
                 state["completion_tokens"] = usage.completion_tokens
         except httpx.HTTPError as error:
-            log.warning("engine stream broke: %r", error)
-            if upstream.headers.get("content-type", "").startswith("text/event-stream"):
-                yield sse_error(503, ENGINE_GONE, "EngineUnavailable")
+            log.warning("engine answer broke off: %r", error)
+            if not content_type.startswith("text/event-stream"):
+                # Ending the body cleanly would hand the client a cut answer as a success.
+                raise AnswerCut(ENGINE_GONE) from None
+            yield sse_error(503, ENGINE_GONE, "EngineUnavailable")
         finally:
             await upstream.aclose()
 

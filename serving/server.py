@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import signal
+import socket
+import tempfile
 from types import FrameType
 
 import uvicorn
 
+from serving import exit_codes
 from serving.app import create_app
-from serving.engine import Engine, build_argv
+from serving.engine import Engine, build_argv, private_socket_path
 from serving.lifecycle import Lifecycle
 from serving.relay import Relay
 from serving.settings import Settings
@@ -40,10 +44,12 @@ class FrontServer(uvicorn.Server):
         # Not recorded in _captured_signals: uvicorn would re-raise it at the end and turn
         # a clean drain into exit code 143.
         if self.should_exit or self.lifecycle is None or self.loop is None:
+            # Already closing: a further signal skips the wait for open connections.
             self.force_exit = self.should_exit
             self.should_exit = True
             return
         log.info("received %s", signal.Signals(sig).name)
+        # The first signal drains; a second, while draining, ends the drain at once.
         self.loop.call_soon_threadsafe(self.lifecycle.begin_drain)
 
     async def serve(self, sockets=None) -> None:
@@ -51,13 +57,45 @@ class FrontServer(uvicorn.Server):
         await super().serve(sockets)
 
 
+def bind(host: str, port: int) -> socket.socket:
+    """The front's listening socket, bound before anything else starts."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 def serve(settings: Settings) -> int:
-    engine = Engine(build_argv(settings), settings.engine_url, settings.engine_niceness)
-    relay = Relay(settings.engine_url, max_connections=settings.max_concurrent_requests + 16)
+    try:
+        front_socket = bind(settings.host, settings.port)
+    except OSError as error:
+        log.error(
+            "the front cannot listen on %s:%d (%s); stop whatever holds the port, or set "
+            "SAGEMAKER_BIND_TO_PORT to a free one.",
+            settings.host,
+            settings.port,
+            error.strerror or error,
+        )
+        return exit_codes.FRONT_FAILED
+    try:
+        socket_path = private_socket_path()
+    except OSError as error:
+        log.error(
+            "cannot make the engine's private socket directory in %s (%s); point TMPDIR at a "
+            "writable directory.",
+            tempfile.gettempdir(),
+            error.strerror or error,
+        )
+        front_socket.close()
+        return exit_codes.FRONT_FAILED
+    engine = Engine(build_argv(settings, socket_path), settings.engine_niceness)
+    relay = Relay(str(socket_path), max_connections=settings.max_concurrent_requests + 16)
     config = uvicorn.Config(
         app=None,  # set below, once the server (which the lifecycle calls back) exists
-        host=settings.host,
-        port=settings.port,
         access_log=False,
         log_config=None,
         timeout_graceful_shutdown=GRACEFUL_CLOSE_SECONDS,
@@ -73,8 +111,13 @@ def serve(settings: Settings) -> int:
     server.lifecycle = lifecycle
     config.app = create_app(settings, lifecycle, relay)
     log.info(
-        "front listening on %s:%d; engine on %s", settings.host, settings.port, settings.engine_url
+        "front listening on %s:%d; engine on unix:%s", settings.host, settings.port, socket_path
     )
-    server.run()
+    try:
+        server.run(sockets=[front_socket])
+    finally:
+        # A forced exit skips the app's shutdown: never leave vLLM behind.
+        engine.kill_group(signal.SIGKILL)
+        shutil.rmtree(socket_path.parent, ignore_errors=True)
     log.info("exiting with code %d", server.exit_code)
     return server.exit_code

@@ -1,22 +1,67 @@
 """Facts about vLLM's command line that the environment rules depend on.
 
 NEGATABLE_FLAGS are the boolean flags for which vLLM's parser also accepts a `--no-` form
-(argparse.BooleanOptionalAction). tests/test_vllm_flags.py checks this table against the
-installed vLLM, so a vLLM upgrade that changes it fails the tests instead of the endpoint.
+(argparse.BooleanOptionalAction); SWITCH_FLAGS the boolean flags without one (store_true);
+MULTI_VALUE_FLAGS the flags that take several values (nargs '+' or '*'). tests/test_vllm_flags.py
+checks every table against the installed vLLM, so a vLLM upgrade that changes one fails the
+tests instead of the endpoint.
 """
 
 from __future__ import annotations
 
 # Flags the container itself owns: setting them through SM_VLLM_* would break the front.
 RESERVED_FLAGS = {
-    "host": "the engine listens on loopback only, behind the front",
-    "port": "the engine's port is internal; set SAGEMAKER_BIND_TO_PORT for the front's port",
-    "uds": "the front talks to the engine over TCP on loopback",
+    "host": "the engine listens on a private socket only, behind the front",
+    "port": "the engine's transport is internal; set SAGEMAKER_BIND_TO_PORT for the front's port",
+    "uds": "the front owns the engine's transport",
+    **{
+        flag: "the front talks plain HTTP to the engine over its private socket; terminate TLS "
+        "in front of the container"
+        for flag in (
+            "ssl-keyfile",
+            "ssl-certfile",
+            "ssl-ca-certs",
+            "ssl-cert-reqs",
+            "ssl-ciphers",
+            "enable-ssl-refresh",
+        )
+    },
 }
 
 # Shortcut flags for the speculative config: vLLM rejects them when --speculative-config
 # sets the same key, and the preflight refuses any mix (one source of truth).
 SPECULATIVE_SHORTCUT_FLAGS = ("spec-method", "spec-model", "spec-tokens")
+
+SWITCH_FLAGS = frozenset(
+    {
+        "aggregate-engine-logging",
+        "data-parallel-multi-port-external-lb",
+        "disable-log-stats",
+        "grpc",
+        "headless",
+    }
+)
+
+# Each whitespace-separated word of SM_VLLM_SERVED_MODEL_NAME="a b" is one value: two names.
+MULTI_VALUE_FLAGS = frozenset(
+    {
+        "allowed-media-domains",
+        "api-key",
+        "collect-detailed-traces",
+        "cpu-offload-params",
+        "cudagraph-capture-sizes",
+        "ignore-patterns",
+        "kv-cache-dtype-skip-layers",
+        "logits-processors",
+        "lora-modules",
+        "lora-target-modules",
+        "numa-bind-cpus",
+        "numa-bind-nodes",
+        "offload-params",
+        "served-model-name",
+        "sleep-preserve-parameter-names",
+    }
+)
 
 NEGATABLE_FLAGS = frozenset(
     {

@@ -1,14 +1,21 @@
-"""The engine child: its command line, and where it listens."""
+"""The engine child: its command line, where it listens, and what its log shows."""
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+import logging
+import os
+import stat
 from pathlib import Path
 
+import httpx
 import psutil
 
-from serving.engine import build_argv
+from serving.engine import Engine, build_argv
 from serving.settings import load_settings
+
+SOCKET = Path("/run/engine.sock")
 
 
 def settings_for(tmp_path: Path, **env: str):
@@ -17,30 +24,62 @@ def settings_for(tmp_path: Path, **env: str):
     return load_settings({"OPT_ML_ROOT": str(tmp_path), **env})
 
 
-def test_engine_listens_on_loopback_only(peagle):
-    port = peagle.engine_port()
-    listening = [c for c in psutil.net_connections("inet") if c.status == psutil.CONN_LISTEN]
-    http_sockets = [c for c in listening if c.laddr.port == port]
-    assert http_sockets, f"nothing listens on the engine's port {port}"
-    for sock in http_sockets:
-        assert ipaddress.ip_address(sock.laddr.ip).is_loopback, sock
-    # vLLM's workers open ports of their own; none may face the network either.
-    engine_tree = {peagle.engine_process().pid} | {
-        child.pid for child in peagle.engine_process().children(recursive=True)
-    }
+def test_engine_is_reachable_only_through_its_private_socket(peagle):
+    socket_path = peagle.engine_socket()
+    directory = socket_path.parent.stat()
+    assert stat.S_IMODE(directory.st_mode) == 0o700
+    assert directory.st_uid == os.getuid()
+    with httpx.Client(transport=httpx.HTTPTransport(uds=str(socket_path))) as http:
+        assert http.get("http://engine/health").status_code == 200
+    # No TCP port of vLLM's process tree serves its HTTP API, and none faces the network.
+    engine = peagle.engine_process()
+    engine_tree = {engine.pid} | {child.pid for child in engine.children(recursive=True)}
+    listening = [
+        c
+        for c in psutil.net_connections("inet")
+        if c.status == psutil.CONN_LISTEN and c.pid in engine_tree
+    ]
     for sock in listening:
-        if sock.pid in engine_tree:
-            assert ipaddress.ip_address(sock.laddr.ip).is_loopback, sock
+        assert ipaddress.ip_address(sock.laddr.ip).is_loopback, sock
+        try:
+            answer = httpx.get(f"http://127.0.0.1:{sock.laddr.port}/health", timeout=2)
+        except httpx.HTTPError:
+            continue
+        assert answer.status_code != 200, f"vLLM's API answers on TCP port {sock.laddr.port}"
+
+
+def test_engine_gets_the_socket_and_no_tcp_address(tmp_path: Path):
+    argv = build_argv(settings_for(tmp_path), SOCKET)
+    assert argv[argv.index("--uds") + 1] == str(SOCKET)
+    assert "--host" not in argv and "--port" not in argv
 
 
 def test_trust_remote_code_only_when_asked(tmp_path: Path):
-    assert "--trust-remote-code" not in build_argv(settings_for(tmp_path))
-    asked = build_argv(settings_for(tmp_path, SM_VLLM_TRUST_REMOTE_CODE="true"))
+    assert "--trust-remote-code" not in build_argv(settings_for(tmp_path), SOCKET)
+    asked = build_argv(settings_for(tmp_path, SM_VLLM_TRUST_REMOTE_CODE="true"), SOCKET)
     assert "--trust-remote-code" in asked
 
 
 def test_user_flags_come_last_so_they_win(tmp_path: Path):
-    argv = build_argv(settings_for(tmp_path, SM_VLLM_MAX_MODEL_LEN="1024", SM_NUM_GPUS="2"))
+    argv = build_argv(settings_for(tmp_path, SM_VLLM_MAX_MODEL_LEN="1024", SM_NUM_GPUS="2"), SOCKET)
     assert argv[-2:] == ["--max-model-len", "1024"]
     assert argv[argv.index("--tensor-parallel-size") + 1] == "2"
-    assert argv[argv.index("--host") + 1] == "127.0.0.1"
+
+
+def test_the_logged_command_line_hides_secrets(tmp_path: Path, caplog):
+    settings = settings_for(
+        tmp_path, SM_VLLM_API_KEY="sk-live-123", SM_VLLM_HF_TOKEN="hf_secret_456"
+    )
+    argv = build_argv(settings, SOCKET, python="/bin/true")
+    assert "sk-live-123" in argv
+
+    async def start() -> None:
+        engine = Engine(argv)
+        await engine.start()
+        await engine.wait_exit()
+
+    with caplog.at_level(logging.INFO, logger="serving.engine"):
+        asyncio.run(start())
+    assert "starting engine" in caplog.text
+    assert "sk-live-123" not in caplog.text and "hf_secret_456" not in caplog.text
+    assert "--api-key ***" in caplog.text

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import threading
+import json
 import time
 
 import httpx
 
 from tests.conftest import LOADING_PROBE, PEAGLE_MAX_CONCURRENT
-
-LONG_STREAM = {"prompt": "def main():", "max_tokens": 1500, "ignore_eos": True, "stream": True}
+from tests.raw_http import connect, read_all, status_of
 
 
 def test_invocations_while_loading_get_a_503_json_error(peagle):
@@ -19,45 +18,40 @@ def test_invocations_while_loading_get_a_503_json_error(peagle):
 
 
 def test_past_the_limit_requests_get_429_at_once_and_the_rest_complete(peagle):
-    admitted = threading.Barrier(PEAGLE_MAX_CONCURRENT + 1, timeout=60)
-    release = threading.Event()
-    outcomes: list[str] = []
-
-    def hold_a_stream():
-        with httpx.Client(timeout=60) as http:
-            with http.stream("POST", f"{peagle.url}/invocations", json=LONG_STREAM) as response:
-                lines = response.iter_lines()
-                next(line for line in lines if line.startswith("data: "))
-                admitted.wait()
-                release.wait(60)
-                outcomes.append(str(response.status_code))
-        # Leaving the block closes the stream: the front aborts it in vLLM.
-
-    threads = [threading.Thread(target=hold_a_stream) for _ in range(PEAGLE_MAX_CONCURRENT)]
-    for thread in threads:
-        thread.start()
+    # Each held request is admitted (it counts against the limit from its first byte) and
+    # cannot finish: its client has sent only part of the body. Nothing depends on speed.
+    body = json.dumps(LOADING_PROBE).encode()
+    held = []
+    for index in range(PEAGLE_MAX_CONCURRENT):
+        sock = connect(peagle.url)
+        sock.sendall(
+            b"POST /invocations HTTP/1.1\r\nHost: front\r\nContent-Type: application/json\r\n"
+            b"X-Amzn-SageMaker-Inference-Id: held-%d\r\n"
+            % index
+            + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+            + body[:5]
+        )
+        held.append(sock)
     try:
-        admitted.wait()
-        began = time.monotonic()
+        deadline = time.monotonic() + 30
+        while peagle.metric("serving_requests_in_flight") < PEAGLE_MAX_CONCURRENT:
+            assert time.monotonic() < deadline, "the held requests were not all admitted"
+            time.sleep(0.05)
         refused = httpx.post(f"{peagle.url}/invocations", json=LOADING_PROBE, timeout=10)
-        took = time.monotonic() - began
         assert refused.status_code == 429, refused.text
         assert refused.headers["retry-after"]
         assert "MAX_CONCURRENT_REQUESTS" in refused.json()["error"]["message"]
-        assert took < 0.5
-        assert httpx.get(f"{peagle.url}/ping").status_code == 200
+        assert refused.elapsed.total_seconds() < 2.0
+        assert httpx.get(f"{peagle.url}/ping", timeout=2).status_code == 200
+        for sock in held:
+            sock.sendall(body[5:])
+        answers = [read_all(sock) for sock in held]
     finally:
-        release.set()
-        for thread in threads:
-            thread.join(60)
-    assert outcomes == ["200"] * PEAGLE_MAX_CONCURRENT
+        for sock in held:
+            sock.close()
+    assert [status_of(answer) for answer in answers] == [200] * PEAGLE_MAX_CONCURRENT
     # Capacity is back once they are gone.
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        answer = httpx.post(f"{peagle.url}/invocations", json=LOADING_PROBE, timeout=30)
-        if answer.status_code == 200:
-            break
-        time.sleep(0.1)
+    answer = httpx.post(f"{peagle.url}/invocations", json=LOADING_PROBE, timeout=60)
     assert answer.status_code == 200
 
 

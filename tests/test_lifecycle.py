@@ -1,7 +1,9 @@
-"""Shutdown and engine death, on containers of their own (each test ends its container)."""
+"""Shutdown and engine death, on containers of their own (each test ends its container),
+and the supervisor's failures with real processes that cannot start."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -9,54 +11,99 @@ import threading
 import time
 
 import httpx
+import psutil
+
+from serving import exit_codes
+from serving.engine import Engine
+from serving.lifecycle import Lifecycle, Status
+from tests.raw_http import connect, read_all
 
 STREAM = {"prompt": "def parse(text):", "max_tokens": 1000, "ignore_eos": True, "stream": True}
+# Far more than the client's, the front's and the socket's buffers hold: a client that stops
+# reading keeps this stream in flight for as long as it likes.
+ENDLESS_STREAM = {"prompt": "x", "max_tokens": 1900, "ignore_eos": True, "stream": True}
 CHAT = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4}
 
 
-def test_sigterm_drains_in_flight_streams_then_exits_0(drain):
+def engine_leftovers(container) -> list[psutil.Process]:
+    socket_dir = str(container.engine_socket().parent)
+    return [
+        process
+        for process in psutil.process_iter(["cmdline"])
+        if any(socket_dir in part for part in process.info["cmdline"] or [])
+    ]
+
+
+def start_stalled_stream(container) -> object:
+    """A stream whose client reads its status line and then stops reading."""
+    sock = connect(container.url, receive_buffer=4096)
+    body = json.dumps(ENDLESS_STREAM).encode()
+    sock.sendall(
+        b"POST /invocations HTTP/1.1\r\nHost: front\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(body) + body
+    )
+    assert sock.recv(12).startswith(b"HTTP/1.1 200")
+    return sock
+
+
+def test_sigterm_drains_then_a_second_sigterm_ends_the_drain(drain):
+    stalled = start_stalled_stream(drain)
     with httpx.Client(timeout=60) as http:
         with http.stream("POST", f"{drain.url}/invocations", json=STREAM) as response:
             lines = response.iter_lines()
             next(line for line in lines if line.startswith("data: "))
+            leftovers = engine_leftovers(drain)
+            assert leftovers
             drain.process.send_signal(signal.SIGTERM)
             time.sleep(0.2)
-            ping = httpx.get(f"{drain.url}/ping", timeout=2)
-            assert ping.status_code == 503
+            assert httpx.get(f"{drain.url}/ping", timeout=2).status_code == 503
             refused = httpx.post(f"{drain.url}/invocations", json=CHAT, timeout=5)
             assert refused.status_code == 503
             assert "shutting down" in refused.json()["error"]["message"]
             rest = [line for line in lines if line.startswith("data: ")]
+    # The stream that kept reading finished in full during the drain.
     assert rest[-1] == "data: [DONE]"
-    assert "draining: 1 request(s) in flight" in drain.log_text()
-    assert drain.process.wait(timeout=30) == 0
-    assert not any(p.is_running() for p in engine_tree_leftovers(drain))
+    assert "draining: 2 request(s) in flight" in drain.log_text()
+    # The stalled one would hold the drain for its whole limit; a second SIGTERM ends it.
+    time.sleep(0.5)
+    assert drain.process.poll() is None, "the drain did not wait for the stalled stream"
+    second = time.monotonic()
+    drain.process.send_signal(signal.SIGTERM)
+    assert drain.process.wait(timeout=15) == 0
+    assert time.monotonic() - second < 8
+    stalled.close()
+    psutil.wait_procs(leftovers, timeout=5)
+    assert not any(process.is_running() for process in leftovers)
 
 
-def engine_tree_leftovers(container):
-    import psutil
-
-    return [
-        p
-        for p in psutil.process_iter(["cmdline"])
-        if p.info["cmdline"]
-        and "--port" in p.info["cmdline"]
-        and str(container.port) in p.info["cmdline"]
-    ]
+def raw_completion(container, payload: dict, receive_buffer: int | None = None):
+    sock = connect(container.url, receive_buffer=receive_buffer)
+    body = json.dumps(payload).encode()
+    sock.sendall(
+        b"POST /invocations HTTP/1.1\r\nHost: front\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(body) + body
+    )
+    return sock
 
 
 def test_engine_death_fails_requests_fast_and_exits_non_zero(doomed):
     results: dict[str, object] = {}
     stream_started = threading.Event()
-    # As long as max_model_len allows: neither request can finish before the kill.
-    longest = {"prompt": "x", "max_tokens": 2000, "ignore_eos": True}
+    # Eight sequences of 1,900 tokens each: several seconds of work even on the fast pair,
+    # so this request is provably in the engine when it is killed.
+    longest = {"prompt": "x", "max_tokens": 1900, "ignore_eos": True, "n": 8}
+    # A big answer (top-20 logprobs for every token) whose client stops reading after the
+    # status line: the engine dies while its body is being relayed.
+    big = {"prompt": "x", "max_tokens": 400, "ignore_eos": True, "n": 8, "logprobs": 20}
+    cut = raw_completion(doomed, big, receive_buffer=4096)
+    assert cut.recv(12).startswith(b"HTTP/1.1 200")
 
     def non_streaming():
         response = httpx.post(f"{doomed.url}/invocations", json=longest, timeout=60)
         results["plain"] = (time.monotonic(), response.status_code, response.json())
 
     def streaming():
-        payload = {**longest, "stream": True}
+        payload = {"prompt": "x", "max_tokens": 1900, "ignore_eos": True, "stream": True}
         with httpx.stream("POST", f"{doomed.url}/invocations", json=payload, timeout=60) as r:
             events = []
             for line in r.iter_lines():
@@ -69,7 +116,7 @@ def test_engine_death_fails_requests_fast_and_exits_non_zero(doomed):
     stream_thread = threading.Thread(target=streaming)
     plain_thread.start()
     deadline = time.monotonic() + 30
-    while doomed.metric("vllm:num_requests_running") < 1 and time.monotonic() < deadline:
+    while doomed.metric("vllm:num_requests_running") < 8 and time.monotonic() < deadline:
         time.sleep(0.05)
     stream_thread.start()
     assert stream_started.wait(30), "the stream never started"
@@ -83,13 +130,87 @@ def test_engine_death_fails_requests_fast_and_exits_non_zero(doomed):
     answered_at, status, body = results["plain"]
     assert 500 <= status < 600
     assert "engine" in body["error"]["message"]
-    assert answered_at - killed_at < 1.0
+    assert answered_at - killed_at < 2.0
     ended_at, events = results["stream"]
-    assert ended_at - killed_at < 1.0
+    assert ended_at - killed_at < 2.0
     assert events[-1] != "data: [DONE]"
     assert "error" in json.loads(events[-1][len("data: ") :])
+    # The cut answer's connection is aborted: no final chunk, so it never reads as complete.
+    cut.settimeout(10)
+    relayed = read_all(cut)
+    cut_closed_at = time.monotonic()
+    cut.close()
+    assert b"\r\n0\r\n\r\n" not in relayed
+    assert cut_closed_at - killed_at < 2.5, "the cut answer was only closed by the exit"
 
     assert httpx.get(f"{doomed.url}/ping", timeout=2).status_code == 503
-    code = doomed.process.wait(timeout=5)
-    assert code != 0
-    assert time.monotonic() - killed_at < 5
+    code = doomed.process.wait(timeout=10)
+    assert code == exit_codes.ENGINE_DIED
+    assert time.monotonic() - killed_at < 6
+
+
+def supervise(argv: list[str], niceness: int = 0) -> tuple[Lifecycle, list[int]]:
+    """Run a Lifecycle around a real process made from `argv` until it asks to exit."""
+    exits: list[int] = []
+
+    async def run() -> Lifecycle:
+        lifecycle = Lifecycle(
+            Engine(argv, niceness), drain_seconds=1, engine_exit_seconds=0.1,
+            request_exit=exits.append,
+        )  # fmt: skip
+        # Nothing listens there: health checks fail at once, as while vLLM loads.
+        transport = httpx.AsyncHTTPTransport(uds="/nonexistent/engine.sock")
+        async with httpx.AsyncClient(base_url="http://engine", transport=transport) as client:
+            lifecycle.start(client)
+            async with asyncio.timeout(20):
+                while not exits:
+                    await asyncio.sleep(0.05)
+        return lifecycle
+
+    return asyncio.run(run()), exits
+
+
+def test_an_engine_that_cannot_be_spawned_ends_the_container(caplog):
+    lifecycle, exits = supervise(["/nonexistent/python", "-m", "vllm"])
+    assert lifecycle.status is Status.DEAD
+    assert exits == [exit_codes.ENGINE_DIED]
+    assert "/nonexistent/python" in caplog.text or "No such file" in caplog.text
+
+
+def test_an_engine_that_exits_at_once_ends_the_container():
+    # Exits before (or while) the niceness is set: the supervisor must still see it.
+    lifecycle, exits = supervise(["/bin/true"], niceness=10)
+    assert lifecycle.status is Status.DEAD
+    assert exits == [exit_codes.ENGINE_DIED]
+
+
+def in_session(process: psutil.Process, session: int) -> bool:
+    """vLLM and its workers run in a session of their own, led by the vLLM server."""
+    try:
+        return os.getsid(process.pid) == session
+    except ProcessLookupError:
+        return False
+
+
+def test_ctrl_c_twice_while_loading_leaves_no_engine_behind(demo_root, tmp_path):
+    from tests.conftest import Container, demo_env
+
+    container = Container("ctrl-c", demo_env()).start()
+    try:
+        socket_dir = str(container.engine_socket().parent)
+        deadline = time.monotonic() + 30
+        while not psutil.Process(container.process.pid).children():
+            assert time.monotonic() < deadline, "the engine was never started"
+            time.sleep(0.05)
+        engine = container.engine_process()
+        # A terminal's Ctrl-C goes to the foreground process group: the front's.
+        os.killpg(container.process.pid, signal.SIGINT)
+        time.sleep(0.2)
+        os.killpg(container.process.pid, signal.SIGINT)
+        container.process.wait(timeout=20)
+        engine.wait(timeout=10)
+        left = [process for process in psutil.process_iter() if in_session(process, engine.pid)]
+        assert not left, [process.name() for process in left]
+        assert not os.path.exists(socket_dir)
+    finally:
+        container.stop()

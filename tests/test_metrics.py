@@ -77,3 +77,23 @@ def test_json_logs_carry_one_object_per_request(plain):
     assert entry["status"] == 200
     assert entry["completion_tokens"] == 24
     assert entry["latency_ms"] > 0
+
+
+def test_unknown_paths_share_one_series(client: httpx.Client):
+    import uuid
+
+    def series() -> set[tuple]:
+        return {
+            labels
+            for (name, labels) in samples(client.get("/metrics").text)
+            if name.startswith("serving_request")
+        }
+
+    client.get(f"/{uuid.uuid4().hex}")
+    before = series()
+    for _ in range(30):
+        assert client.get(f"/{uuid.uuid4().hex}").status_code == 404
+        assert client.post(f"/v1/{uuid.uuid4().hex}").status_code == 404
+    assert series() == before
+    values = samples(client.get("/metrics").text)
+    assert values[("serving_requests_total", (("route", "unmatched"), ("status", "404")))] >= 60

@@ -3,23 +3,41 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
 
 from serving.settings import SettingsError, env_to_flags, load_settings
 
+DRAFTER_CHANNEL_PATH = Path("additional-model-data-sources") / "eagle"
+
 FLAG_CASES = [
     # (variable, value, expected argv)
     ("SM_VLLM_MAX_MODEL_LEN", "4096", ["--max-model-len", "4096"]),
     ("SM_VLLM_ENFORCE_EAGER", "true", ["--enforce-eager"]),
     ("SM_VLLM_ENFORCE_EAGER", "True", ["--enforce-eager"]),
-    ("SM_VLLM_ENFORCE_EAGER", "", ["--enforce-eager"]),
+    # The same yes/no words as SERVING_* booleans, in any case.
+    ("SM_VLLM_ENFORCE_EAGER", "YES", ["--enforce-eager"]),
+    ("SM_VLLM_ENFORCE_EAGER", "on", ["--enforce-eager"]),
+    ("SM_VLLM_ENFORCE_EAGER", "1", ["--enforce-eager"]),
     ("SM_VLLM_ENFORCE_EAGER", "false", ["--no-enforce-eager"]),
+    ("SM_VLLM_ENFORCE_EAGER", "Off", ["--no-enforce-eager"]),
+    ("SM_VLLM_ENFORCE_EAGER", "0", ["--no-enforce-eager"]),
     ("SM_VLLM_ENABLE_PREFIX_CACHING", "FALSE", ["--no-enable-prefix-caching"]),
+    # Empty or blank is unset, not a bare flag missing its value.
+    ("SM_VLLM_ENFORCE_EAGER", "", []),
+    ("SM_VLLM_MAX_MODEL_LEN", "  ", []),
+    # The --no- form named directly.
+    ("SM_VLLM_NO_ENABLE_PREFIX_CACHING", "true", ["--no-enable-prefix-caching"]),
+    ("SM_VLLM_NO_ENABLE_PREFIX_CACHING", "no", ["--enable-prefix-caching"]),
     # No --no- form in vLLM: false means leave the flag out.
     ("SM_VLLM_DISABLE_LOG_STATS", "false", []),
     ("SM_VLLM_DISABLE_LOG_STATS", "true", ["--disable-log-stats"]),
+    ("SM_VLLM_DISABLE_LOG_STATS", "yes", ["--disable-log-stats"]),
+    # 1 and 0 are yes/no only for boolean flags; elsewhere they are values.
+    ("SM_VLLM_SEED", "0", ["--seed", "0"]),
+    ("SM_VLLM_TENSOR_PARALLEL_SIZE", "1", ["--tensor-parallel-size", "1"]),
     ("SM_VLLM_DTYPE", "bfloat16", ["--dtype", "bfloat16"]),
     ("SM_VLLM_GPU_MEMORY_UTILIZATION", " 0.85 ", ["--gpu-memory-utilization", "0.85"]),
     (
@@ -27,12 +45,30 @@ FLAG_CASES = [
         '{"cudagraph_capture_sizes": [1, 2, 4]}',
         ["--compilation-config", '{"cudagraph_capture_sizes": [1, 2, 4]}'],
     ),
+    # One value that vLLM reads as JSON: the array stays one argument.
     (
         "SM_VLLM_ALLOWED_ORIGINS",
         '["https://a.example"]',
         ["--allowed-origins", '["https://a.example"]'],
     ),
     ("SM_VLLM_SERVED_MODEL_NAME", "my-model", ["--served-model-name", "my-model"]),
+    # Flags taking several values: one argv item per word, or per JSON array item.
+    ("SM_VLLM_SERVED_MODEL_NAME", "a  b", ["--served-model-name", "a", "b"]),
+    ("SM_VLLM_SERVED_MODEL_NAME", '["a b", "c"]', ["--served-model-name", "a b", "c"]),
+    ("SM_VLLM_CUDAGRAPH_CAPTURE_SIZES", "1 2 4", ["--cudagraph-capture-sizes", "1", "2", "4"]),
+    ("SM_VLLM_CUDAGRAPH_CAPTURE_SIZES", "[1, 2]", ["--cudagraph-capture-sizes", "1", "2"]),
+    ("SM_VLLM_API_KEY", "k1 k2", ["--api-key", "k1", "k2"]),
+    (
+        "SM_VLLM_LORA_MODULES",
+        '{"name": "a", "path": "/a"}',
+        ["--lora-modules", '{"name": "a", "path": "/a"}'],
+    ),
+    (
+        "SM_VLLM_LORA_MODULES",
+        '[{"name": "a", "path": "/a"}, "b=/b"]',
+        ["--lora-modules", '{"name": "a", "path": "/a"}', "b=/b"],
+    ),
+    ("SM_VLLM_LORA_MODULES", "[]", []),
 ]
 
 
@@ -44,6 +80,12 @@ def test_env_to_flags(variable, value, expected):
 def test_broken_json_value_is_an_error_naming_the_variable():
     with pytest.raises(ValueError, match="SM_VLLM_COMPILATION_CONFIG.*not valid JSON"):
         env_to_flags("SM_VLLM_COMPILATION_CONFIG", '{"level": 3')
+
+
+@pytest.mark.parametrize("value", ["maybe", "2", "enabled"])
+def test_boolean_flag_refuses_other_words(value: str):
+    with pytest.raises(ValueError, match=f"SM_VLLM_ENFORCE_EAGER='{value}' is not true or false"):
+        env_to_flags("SM_VLLM_ENFORCE_EAGER", value)
 
 
 @pytest.fixture()
@@ -134,3 +176,217 @@ def test_every_problem_is_reported_at_once(opt_ml: Path):
 def test_speculative_config_must_be_an_object(opt_ml: Path, value: str):
     with pytest.raises(SettingsError, match="SM_VLLM_SPECULATIVE_CONFIG.*not an object"):
         load_settings({"OPT_ML_ROOT": str(opt_ml), "SM_VLLM_SPECULATIVE_CONFIG": value})
+
+
+def test_defaults(opt_ml: Path):
+    settings = load_settings({"OPT_ML_ROOT": str(opt_ml)})
+    assert settings.port == 8080
+    assert settings.max_payload_bytes == 6 * 1024 * 1024
+    assert settings.max_concurrent_requests == 1000
+    # Drain + 2 s connection close + engine stop stay under SageMaker's 30 s SIGKILL.
+    assert settings.drain_seconds == 20
+    assert settings.engine_exit_seconds == 3
+    assert settings.drain_seconds + 2 + settings.engine_exit_seconds <= 28
+    assert settings.body_timeout_seconds == 30
+    assert settings.engine_niceness == 10
+    assert settings.log_format == "plain"
+    assert settings.log_bodies is False
+    assert settings.served_model_name == str(opt_ml / "model")
+
+
+def test_settings_do_not_open_sockets(opt_ml: Path, monkeypatch: pytest.MonkeyPatch):
+    def no_sockets(*args, **kwargs):
+        raise AssertionError("settings opened a socket")
+
+    monkeypatch.setattr(socket, "socket", no_sockets)
+    load_settings({"OPT_ML_ROOT": str(opt_ml)})
+
+
+def test_a_given_mapping_is_the_whole_environment(opt_ml: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("SERVING_DRAIN_SECONDS", "5")
+    assert load_settings({"OPT_ML_ROOT": str(opt_ml)}).drain_seconds == 20
+
+
+SCALAR_CASES = [
+    # (variable, value, field, expected)
+    ("SERVING_DRAIN_SECONDS", "0", "drain_seconds", 0.0),
+    ("SERVING_DRAIN_SECONDS", " 12.5 ", "drain_seconds", 12.5),
+    ("SERVING_DRAIN_SECONDS", "", "drain_seconds", 20.0),
+    ("SERVING_ENGINE_EXIT_SECONDS", "0", "engine_exit_seconds", 0.0),
+    ("SERVING_BODY_TIMEOUT_SECONDS", "2.5", "body_timeout_seconds", 2.5),
+    ("SAGEMAKER_MAX_PAYLOAD_IN_MB", "1", "max_payload_bytes", 1024 * 1024),
+    ("SAGEMAKER_MAX_PAYLOAD_IN_MB", "0.5", "max_payload_bytes", 512 * 1024),
+    ("MAX_CONCURRENT_REQUESTS", "8", "max_concurrent_requests", 8),
+    ("SERVING_ENGINE_NICE", "0", "engine_niceness", 0),
+    ("SERVING_ENGINE_NICE", "19", "engine_niceness", 19),
+    ("SERVING_LOG_FORMAT", "JSON", "log_format", "json"),
+    ("SERVING_LOG_FORMAT", "  ", "log_format", "plain"),
+    # The same yes/no words as SM_VLLM_* boolean flags.
+    ("SERVING_LOG_BODIES", "true", "log_bodies", True),
+    ("SERVING_LOG_BODIES", "Yes", "log_bodies", True),
+    ("SERVING_LOG_BODIES", "ON", "log_bodies", True),
+    ("SERVING_LOG_BODIES", "1", "log_bodies", True),
+    ("SERVING_LOG_BODIES", "False", "log_bodies", False),
+    ("SERVING_LOG_BODIES", "no", "log_bodies", False),
+    ("SERVING_LOG_BODIES", "off", "log_bodies", False),
+    ("SERVING_LOG_BODIES", "0", "log_bodies", False),
+    ("SERVING_LOG_BODIES", "", "log_bodies", False),
+]
+
+
+@pytest.mark.parametrize(("variable", "value", "field", "expected"), SCALAR_CASES)
+def test_scalar_settings(opt_ml: Path, variable, value, field, expected):
+    settings = load_settings({"OPT_ML_ROOT": str(opt_ml), variable: value})
+    assert getattr(settings, field) == expected
+
+
+REFUSED_CASES = [
+    # (variable, value, the whole sentence)
+    (
+        "SERVING_DRAIN_SECONDS",
+        "inf",
+        "SERVING_DRAIN_SECONDS='inf' is not a finite number of seconds; "
+        "set it to a number such as 20.",
+    ),
+    (
+        "SERVING_DRAIN_SECONDS",
+        "-1",
+        "SERVING_DRAIN_SECONDS='-1' is out of range: it must be 0 or more; "
+        "set it to a number such as 20.",
+    ),
+    (
+        "SERVING_ENGINE_EXIT_SECONDS",
+        "NaN",
+        "SERVING_ENGINE_EXIT_SECONDS='NaN' is not a finite number of seconds; "
+        "set it to a number such as 3.",
+    ),
+    (
+        "SERVING_ENGINE_EXIT_SECONDS",
+        "soon",
+        "SERVING_ENGINE_EXIT_SECONDS='soon' is not a number of seconds; "
+        "set it to a number such as 3.",
+    ),
+    (
+        "SERVING_BODY_TIMEOUT_SECONDS",
+        "0",
+        "SERVING_BODY_TIMEOUT_SECONDS='0' is out of range: it must be more than 0; "
+        "set it to a number such as 30.",
+    ),
+    (
+        "SERVING_BODY_TIMEOUT_SECONDS",
+        "-inf",
+        "SERVING_BODY_TIMEOUT_SECONDS='-inf' is not a finite number of seconds; "
+        "set it to a number such as 30.",
+    ),
+    (
+        "SAGEMAKER_MAX_PAYLOAD_IN_MB",
+        "infinity",
+        "SAGEMAKER_MAX_PAYLOAD_IN_MB='infinity' is not a finite number of megabytes; "
+        "set it to a number such as 6.",
+    ),
+    (
+        "SAGEMAKER_MAX_PAYLOAD_IN_MB",
+        "0",
+        "SAGEMAKER_MAX_PAYLOAD_IN_MB='0' is out of range: it must be more than 0; "
+        "set it to a number such as 6.",
+    ),
+    (
+        "SAGEMAKER_BIND_TO_PORT",
+        "70000",
+        "SAGEMAKER_BIND_TO_PORT='70000' is out of range: it must be between 1 and 65535; "
+        "set it to a whole number such as 8080.",
+    ),
+    (
+        "SAGEMAKER_BIND_TO_PORT",
+        "http",
+        "SAGEMAKER_BIND_TO_PORT='http' is not a whole number; "
+        "set it to a whole number such as 8080.",
+    ),
+    (
+        "MAX_CONCURRENT_REQUESTS",
+        "0",
+        "MAX_CONCURRENT_REQUESTS='0' is out of range: it must be 1 or more; "
+        "set it to a whole number such as 1000.",
+    ),
+    (
+        "MAX_CONCURRENT_REQUESTS",
+        "inf",
+        "MAX_CONCURRENT_REQUESTS='inf' is not a whole number; "
+        "set it to a whole number such as 1000.",
+    ),
+    (
+        "SERVING_ENGINE_NICE",
+        "-5",
+        "SERVING_ENGINE_NICE='-5' is out of range: it must be between 0 and 19; "
+        "set it to a whole number such as 10.",
+    ),
+    (
+        "SM_NUM_GPUS",
+        "-1",
+        "SM_NUM_GPUS='-1' is out of range: it must be 0 or more; "
+        "set it to a whole number such as 1.",
+    ),
+    (
+        "SERVING_LOG_FORMAT",
+        "xml",
+        "SERVING_LOG_FORMAT='xml' is not 'plain' or 'json'; set it to one of those.",
+    ),
+    (
+        "SERVING_LOG_BODIES",
+        "maybe",
+        "SERVING_LOG_BODIES='maybe' is not true or false; "
+        "set it to true or false (yes/no, on/off and 1/0 work too).",
+    ),
+]
+
+
+@pytest.mark.parametrize(("variable", "value", "sentence"), REFUSED_CASES)
+def test_bad_values_are_refused_with_a_sentence(opt_ml: Path, variable, value, sentence):
+    with pytest.raises(SettingsError) as raised:
+        load_settings({"OPT_ML_ROOT": str(opt_ml), variable: value})
+    assert raised.value.problems == [sentence]
+
+
+RESERVED_VARIABLES = [
+    "SM_VLLM_HOST",
+    "SM_VLLM_PORT",
+    "SM_VLLM_UDS",
+    "SM_VLLM_SSL_CERTFILE",
+    "SM_VLLM_ENABLE_SSL_REFRESH",
+    "SM_VLLM_NO_ENABLE_SSL_REFRESH",
+]
+
+
+@pytest.mark.parametrize("variable", RESERVED_VARIABLES)
+def test_reserved_flags_are_refused(opt_ml: Path, variable: str):
+    with pytest.raises(SettingsError, match=f"{variable} cannot be set: .*Remove it"):
+        load_settings({"OPT_ML_ROOT": str(opt_ml), variable: "true"})
+
+
+def test_several_served_names_reach_vllm_and_the_first_is_the_default(opt_ml: Path):
+    settings = load_settings({"OPT_ML_ROOT": str(opt_ml), "SM_VLLM_SERVED_MODEL_NAME": " a b "})
+    assert settings.engine_flags == ("--served-model-name", "a", "b")
+    assert settings.served_model_name == "a"
+
+
+@pytest.mark.parametrize("method", ["eagle", "eagle3"])
+def test_eagle_methods_get_the_channel(opt_ml: Path, method: str):
+    spec = json.dumps({"method": method, "num_speculative_tokens": 3})
+    settings = load_settings({"OPT_ML_ROOT": str(opt_ml), "SM_VLLM_SPECULATIVE_CONFIG": spec})
+    assert settings.speculative_config["model"] == str(opt_ml / DRAFTER_CHANNEL_PATH)
+
+
+@pytest.mark.parametrize("method", ["ngram", "suffix", None])
+def test_other_methods_get_no_drafter_model(opt_ml: Path, method: str | None):
+    spec = {"method": method, "num_speculative_tokens": 3, "prompt_lookup_max": 4}
+    settings = load_settings(
+        {"OPT_ML_ROOT": str(opt_ml), "SM_VLLM_SPECULATIVE_CONFIG": json.dumps(spec)}
+    )
+    assert settings.speculative_config == spec
+
+
+def test_logged_settings_hide_secrets(opt_ml: Path):
+    settings = load_settings({"OPT_ML_ROOT": str(opt_ml), "SM_VLLM_API_KEY": "sk-live-123"})
+    assert settings.engine_flags == ("--api-key", "sk-live-123")
+    assert "sk-live-123" not in repr(settings)
+    assert "sk-live-123" not in str(settings)

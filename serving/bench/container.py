@@ -1,21 +1,36 @@
-"""A local container for the benchmark: `entrypoint.sh serve` on the host with one speculation
-configuration, its front and engine ports chosen here, stopped with SIGTERM like SageMaker does."""
+"""The containers the tests and the benchmark run, handled the way SageMaker handles them:
+started with `serve`, pinged with a 2 s timeout until the first 200, stopped with SIGTERM and,
+30-odd seconds later, SIGKILL.
+
+`Container` is what callers use: `start()`, `wait_ready()`, `url`, `log_text()`,
+`engine_socket()`, `stop()`. A backend says how the container runs: `HostContainer` runs
+`entrypoint.sh serve` as a process group on this machine, its output in a log file. (A Docker
+backend, `docker run IMAGE serve` with the model mounted read-only, is the same contract with
+another `start()`/`stop()`/`exit_code()`.) `LocalContainer` is the benchmark's: one speculation
+configuration on the demo tree.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass, field
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 import httpx
 
-from serving import paths
+if TYPE_CHECKING:
+    import psutil
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = REPO_ROOT / "entrypoint.sh"
@@ -23,6 +38,18 @@ RANDOM_DEMO_ROOT = REPO_ROOT / "build" / "opt_ml"
 TRAINED_DEMO_ROOT = REPO_ROOT / "build" / "opt_ml_trained"
 # The trained demo pair keeps its sequential EAGLE-3 head in a second channel.
 EAGLE3_CHANNEL = "eagle3"
+LOOPBACK = "127.0.0.1"
+
+STARTUP_TIMEOUT_SECONDS = 900.0
+STOP_TIMEOUT_SECONDS = 40.0
+PING_TIMEOUT_SECONDS = 2.0  # SageMaker's
+PING_INTERVAL_SECONDS = 0.25
+ENGINE_SOCKET_TIMEOUT_SECONDS = 30.0
+# The front logs `engine on unix:PATH` once it has picked its engine's socket; a whole line,
+# so a half-written path is never read. Quotes and commas end it in JSON logs.
+ENGINE_SOCKET_LINE = re.compile(r"engine on unix:([^\s\"',;]+)[^\n]*\n")
+# Container settings of the calling shell must not leak into a configuration under test.
+CONTAINER_PREFIXES = ("SM_", "SAGEMAKER_", "SERVING_", "OPT_ML_ROOT", "HF_MODEL_ID")
 
 
 def default_opt_ml_root() -> Path:
@@ -32,10 +59,198 @@ def default_opt_ml_root() -> Path:
     return RANDOM_DEMO_ROOT
 
 
-STARTUP_TIMEOUT_SECONDS = 900.0
-STOP_TIMEOUT_SECONDS = 40.0
-# Container settings of the calling shell must not leak into a configuration under test.
-CONTAINER_PREFIXES = ("SM_", "SAGEMAKER_", "SERVING_", "OPT_ML_ROOT", "HF_MODEL_ID")
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((LOOPBACK, 0))
+        return sock.getsockname()[1]
+
+
+def host_environment(enforce_eager: bool = True, **settings: str) -> dict[str, str]:
+    """This shell's environment without its container settings, the demo's defaults, then
+    `settings` (e.g. OPT_ML_ROOT, SM_VLLM_SPECULATIVE_CONFIG)."""
+    env = {
+        key: value for key, value in os.environ.items() if not key.startswith(CONTAINER_PREFIXES)
+    }
+    env.update(
+        PYTHON=sys.executable,
+        # GiB; the CPU build would otherwise reserve most of the machine for its KV cache.
+        VLLM_CPU_KVCACHE_SPACE="1",
+        SM_VLLM_MAX_MODEL_LEN="2048",
+    )
+    if enforce_eager:
+        # Skips torch.compile: a cold start takes ~40 s instead of ~100 s on two cores.
+        env["SM_VLLM_ENFORCE_EAGER"] = "true"
+    env.update(settings)
+    return env
+
+
+class Container(ABC):
+    """A serving container as SageMaker sees it: a port to ping and invoke, a log, a signal.
+
+    Every backend writes the container's output to `log_path`. `wait_ready()` records each
+    answer to its pings in `startup_pings` (status, seconds) and the time to the first 200 in
+    `ready_after`; a subclass sees each answer in `on_startup_ping()`.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        env: Mapping[str, str],
+        port: int | None = None,
+        log_path: Path | None = None,
+    ):
+        self.name = name
+        self.env = dict(env)
+        self.port = port or free_port()
+        self.log_path = log_path or Path(tempfile.gettempdir()) / f"{name}-{self.port}.log"
+        self.started_at: float | None = None
+        self.ready_after: float | None = None
+        self.startup_pings: list[tuple[int, float]] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    @abstractmethod
+    def start(self) -> Self:
+        """Start the container and return at once; `wait_ready()` waits for the model."""
+
+    @abstractmethod
+    def exit_code(self) -> int | None:
+        """None while the container runs; its exit code once it has stopped."""
+
+    @abstractmethod
+    def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> int | None:
+        """SIGTERM (the front drains, then stops vLLM); SIGKILL after `timeout`. The exit code."""
+
+    def wait_ready(self, timeout: float = STARTUP_TIMEOUT_SECONDS) -> float:
+        """Ping like SageMaker (2 s timeout) until 200; the seconds since `start()`."""
+        if self.started_at is None:
+            raise RuntimeError(f"container {self.name} was not started; call start() first.")
+        deadline = time.monotonic() + timeout
+        with httpx.Client(timeout=PING_TIMEOUT_SECONDS) as http:
+            while time.monotonic() < deadline:
+                code = self.exit_code()
+                if code is not None:
+                    raise RuntimeError(
+                        f"container {self.name} exited with code {code} before it was ready; "
+                        f"its log ({self.log_path}) ends:\n{self.tail()}"
+                    )
+                began = time.perf_counter()
+                try:
+                    status = http.get(f"{self.url}/ping").status_code
+                except httpx.TransportError:
+                    status = 0  # not listening yet, or silent for 2 s
+                if status:
+                    self.startup_pings.append((status, time.perf_counter() - began))
+                    self.on_startup_ping(http, status)
+                if status == 200:
+                    self.ready_after = time.monotonic() - self.started_at
+                    return self.ready_after
+                time.sleep(PING_INTERVAL_SECONDS)
+        raise TimeoutError(
+            f"container {self.name} not ready in {timeout:.0f} s; its log ({self.log_path}) "
+            f"ends:\n{self.tail()}"
+        )
+
+    def on_startup_ping(self, http: httpx.Client, status: int) -> None:
+        """Called with each answer to a start-up ping, before the next one is sent: a hook
+        for callers that look at the container while it loads (the tests do)."""
+        return None
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    def log_once(self, text: str, timeout: float = 5.0) -> str:
+        """The log once it contains `text` (or after `timeout`): lines can trail the event,
+        the access line for instance is written after the answer."""
+        deadline = time.monotonic() + timeout
+        while text not in (log := self.log_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return log
+
+    def engine_socket(self, timeout: float = ENGINE_SOCKET_TIMEOUT_SECONDS) -> Path:
+        """The Unix socket the front talks to vLLM on, read from its `engine on unix:PATH`
+        log line (waiting up to `timeout` for it)."""
+        deadline = time.monotonic() + timeout
+        while (match := ENGINE_SOCKET_LINE.search(self.log_text())) is None:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"container {self.name} logged no 'engine on unix:PATH' line in "
+                    f"{timeout:.0f} s; its log ({self.log_path}) ends:\n{self.tail()}"
+                )
+            time.sleep(0.05)
+        return Path(match.group(1))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+class HostContainer(Container):
+    """`entrypoint.sh serve` on this machine, as SageMaker would run it in the image: a process
+    group of its own (the front, and vLLM under it), output to `log_path`."""
+
+    def __init__(
+        self,
+        name: str,
+        env: Mapping[str, str],
+        port: int | None = None,
+        log_path: Path | None = None,
+    ):
+        super().__init__(name, env, port, log_path)
+        self.process: subprocess.Popen | None = None
+
+    def command(self) -> list[str]:
+        return [str(ENTRYPOINT), "serve"]
+
+    def environment(self) -> dict[str, str]:
+        """What the process gets: `env`, and the port SageMaker would bind it to."""
+        return {**self.env, "SAGEMAKER_BIND_TO_PORT": str(self.port)}
+
+    def start(self) -> Self:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.started_at = time.monotonic()
+        with self.log_path.open("wb") as log:  # the child keeps its own descriptor
+            self.process = subprocess.Popen(
+                self.command(),
+                env=self.environment(),
+                cwd=REPO_ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        return self
+
+    def exit_code(self) -> int | None:
+        if self.process is None:
+            raise RuntimeError(f"container {self.name} was not started; call start() first.")
+        return self.process.poll()
+
+    def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> int | None:
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else None
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            return self.process.wait()
+
+    def engine_process(self) -> psutil.Process:
+        """The vLLM server: the front's only child process."""
+        import psutil
+
+        (child,) = psutil.Process(self.process.pid).children()
+        return child
 
 
 @dataclass(frozen=True)
@@ -81,104 +296,29 @@ def parse_configuration(text: str, drafter: Path | None) -> Configuration:
     return Configuration(method, int(k), drafter)
 
 
-def free_port() -> int:
-    import socket
+class LocalContainer(HostContainer):
+    """The benchmark's container: one speculation configuration on a demo tree. The KV cache
+    size and max model length follow this shell's VLLM_CPU_KVCACHE_SPACE and
+    SM_VLLM_MAX_MODEL_LEN when they are set."""
 
-    with socket.socket() as sock:
-        sock.bind((paths.ENGINE_HOST, 0))
-        return sock.getsockname()[1]
-
-
-@dataclass
-class LocalContainer:
-    configuration: Configuration
-    opt_ml_root: Path = field(default_factory=default_opt_ml_root)
-    port: int = field(default_factory=free_port)
-    engine_port: int = field(default_factory=free_port)
-    log_path: Path | None = None
-    enforce_eager: bool = True
-    extra_env: dict[str, str] = field(default_factory=dict)
-    process: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def engine_url(self) -> str:
-        return f"http://{paths.ENGINE_HOST}:{self.engine_port}"
-
-    def environment(self) -> dict[str, str]:
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if not key.startswith(CONTAINER_PREFIXES)
+    def __init__(
+        self,
+        configuration: Configuration,
+        opt_ml_root: Path | None = None,
+        log_path: Path | None = None,
+        enforce_eager: bool = True,
+        extra_env: Mapping[str, str] | None = None,
+        port: int | None = None,
+    ):
+        self.configuration = configuration
+        self.opt_ml_root = opt_ml_root or default_opt_ml_root()
+        settings = {
+            "OPT_ML_ROOT": str(self.opt_ml_root),
+            "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+            "SM_VLLM_MAX_MODEL_LEN": os.environ.get("SM_VLLM_MAX_MODEL_LEN", "2048"),
         }
-        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-        env.update(
-            PYTHON=sys.executable,
-            OPT_ML_ROOT=str(self.opt_ml_root),
-            SAGEMAKER_BIND_TO_PORT=str(self.port),
-            SERVING_ENGINE_PORT=str(self.engine_port),
-            SM_VLLM_MAX_MODEL_LEN=os.environ.get("SM_VLLM_MAX_MODEL_LEN", "2048"),
-        )
-        if self.enforce_eager:
-            # Skips torch.compile: a cold start takes ~40 s instead of ~100 s on two cores.
-            env["SM_VLLM_ENFORCE_EAGER"] = "true"
-        speculative = self.configuration.speculative_config()
+        speculative = configuration.speculative_config()
         if speculative is not None:
-            env["SM_VLLM_SPECULATIVE_CONFIG"] = json.dumps(speculative)
-        env.update(self.extra_env)
-        return env
-
-    def start(self) -> LocalContainer:
-        log = subprocess.DEVNULL
-        if self.log_path is not None:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            log = self.log_path.open("wb")
-        self.process = subprocess.Popen(
-            [str(ENTRYPOINT), "serve"],
-            env=self.environment(),
-            cwd=REPO_ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        return self
-
-    def wait_ready(self, timeout: float = STARTUP_TIMEOUT_SECONDS) -> float:
-        """Ping like SageMaker (2 s timeout) until 200; the seconds it took."""
-        assert self.process is not None
-        started = time.monotonic()
-        with httpx.Client(timeout=2.0) as http:
-            while time.monotonic() - started < timeout:
-                if self.process.poll() is not None:
-                    raise RuntimeError(
-                        f"container {self.configuration.name} exited with code "
-                        f"{self.process.returncode} before it was ready; see {self.log_path}."
-                    )
-                try:
-                    if http.get(f"{self.url}/ping").status_code == 200:
-                        return time.monotonic() - started
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.5)
-        self.stop()
-        raise TimeoutError(f"container {self.configuration.name} not ready in {timeout:.0f} s.")
-
-    def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> int | None:
-        """SIGTERM (the front drains, then stops vLLM); SIGKILL the group after `timeout`."""
-        if self.process is None or self.process.poll() is not None:
-            return self.process.returncode if self.process else None
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            return self.process.wait()
-
-    def __enter__(self) -> LocalContainer:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+            settings["SM_VLLM_SPECULATIVE_CONFIG"] = json.dumps(speculative)
+        env = host_environment(enforce_eager, **{**settings, **(extra_env or {})})
+        super().__init__(configuration.name, env, port, log_path)

@@ -1,14 +1,27 @@
-"""Load: N clients, each sending one request after another (a mix of streamed and whole
-answers) for T seconds, while a separate poller times /ping. Every request ends up in one
-bucket: completed, refused (429/503), other error, or lost (no complete answer and no error)."""
+"""Load for T seconds while a prober, in a process of its own, times /ping. Two kinds:
+
+- mixed (`run_load`): N clients, each sending one request after another, a mix of streamed and
+  whole answers. Every request ends up in one bucket: completed, refused (429/503), other
+  error, or lost (no complete answer and no error).
+- big bodies (`run_body_load`): N clients posting chat payloads of about 5 MB (one long user
+  message, max_tokens 1), so the front parses and relays megabytes while SageMaker keeps
+  pinging. Any HTTP answer counts (vLLM answers 400 when the prompt exceeds its context); a
+  request with no answer is lost. The goal: /ping p99 under 50 ms with 32 clients.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import random
+import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,10 +33,90 @@ from serving.bench.stats import ms, percentile
 from serving.bench.targets import UrlTarget
 
 PING_INTERVAL_SECONDS = 0.1
+BODY_PING_INTERVAL_SECONDS = 0.02
 PING_TIMEOUT_SECONDS = 2.0  # SageMaker's
+PROBER_START_SECONDS = 60.0
+PROBER_STARTED = "probing"
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+PING_GOAL_P99_MS = 50.0
 REFUSED = (429, 503)
 # After T seconds, requests in flight get this long to finish before they count as lost.
 FINISH_GRACE_SECONDS = 120.0
+MIB = 1024 * 1024
+FILLER = "The quick brown fox jumps over the lazy dog while the model reads on. "
+
+
+@dataclass
+class Pings:
+    latencies: list[float] = field(default_factory=list)  # seconds, failures included
+    failures: Counter = field(default_factory=Counter)  # status or exception name -> count
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "pings": len(self.latencies),
+            "ping_failures": dict(self.failures),
+            "ping_ms_p50": ms(percentile(self.latencies, 50)),
+            "ping_ms_p95": ms(percentile(self.latencies, 95)),
+            "ping_ms_p99": ms(percentile(self.latencies, 99)),
+            "ping_ms_max": ms(max(self.latencies, default=None)),
+        }
+
+
+def probe_pings() -> None:
+    """The prober's process (argv: URL INTERVAL): GET /ping every INTERVAL s with SageMaker's
+    timeout until stdin closes, then the Pings as one JSON line on stdout."""
+    url, interval = sys.argv[1], float(sys.argv[2])
+    stop = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    pings = Pings()
+    with httpx.Client(timeout=PING_TIMEOUT_SECONDS) as http:
+        print(PROBER_STARTED, flush=True)
+        next_at = time.monotonic()
+        while not stop.is_set():
+            began = time.perf_counter()
+            try:
+                status = http.get(f"{url}/ping").status_code
+                if status != 200:
+                    pings.failures[str(status)] += 1
+            except httpx.HTTPError as error:
+                pings.failures[type(error).__name__] += 1
+            pings.latencies.append(time.perf_counter() - began)
+            next_at = max(next_at + interval, time.monotonic())
+            stop.wait(next_at - time.monotonic())
+    print(json.dumps({"latencies": pings.latencies, "failures": pings.failures}), flush=True)
+
+
+@contextlib.asynccontextmanager
+async def probing(url: str, interval: float) -> AsyncIterator[Pings]:
+    """/ping timed from a process of its own for the duration of the block: the load's
+    clients share this interpreter and would otherwise delay the prober's clock, not the
+    server's answer. The Pings are filled in when the block ends."""
+    command = [sys.executable, "-c", f"from {__name__} import probe_pings; probe_pings()"]
+    process = await asyncio.create_subprocess_exec(
+        *command,
+        url,
+        str(interval),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        cwd=PACKAGE_ROOT,
+    )
+    pings = Pings()
+    try:
+        line = await asyncio.wait_for(process.stdout.readline(), PROBER_START_SECONDS)
+        if line.decode().strip() != PROBER_STARTED:
+            raise RuntimeError(f"the /ping prober did not start (it said {line!r}).")
+        yield pings
+    finally:
+        process.stdin.close()  # stops it: it prints what it recorded, and exits
+        with contextlib.suppress(TimeoutError):
+            output, _ = await asyncio.wait_for(process.communicate(), 3 * PING_TIMEOUT_SECONDS)
+            if output.strip():
+                recorded = json.loads(output)
+                pings.latencies.extend(recorded["latencies"])
+                pings.failures.update(recorded["failures"])
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
 
 
 def outcome(result: RequestResult) -> str:
@@ -62,23 +155,6 @@ async def client_loop(
             errors[f"{result.status} {result.error[:120]}"] += 1
 
 
-async def ping_loop(
-    url: str, stop: asyncio.Event, latencies: list[float], failures: Counter
-) -> None:
-    async with httpx.AsyncClient(timeout=PING_TIMEOUT_SECONDS) as http:
-        while not stop.is_set():
-            began = time.perf_counter()
-            try:
-                response = await http.get(f"{url}/ping")
-                latencies.append(time.perf_counter() - began)
-                if response.status_code != 200:
-                    failures[str(response.status_code)] += 1
-            except httpx.HTTPError as error:
-                latencies.append(time.perf_counter() - began)
-                failures[type(error).__name__] += 1
-            await asyncio.sleep(PING_INTERVAL_SECONDS)
-
-
 async def run_load(
     url: str,
     payloads: Sequence[dict[str, Any]],
@@ -94,23 +170,18 @@ async def run_load(
     )
     tally: Counter = Counter()
     errors: Counter = Counter()
-    ping_latencies: list[float] = []
-    ping_failures: Counter = Counter()
-    stop = asyncio.Event()
-    pinger = asyncio.create_task(ping_loop(base_url, stop, ping_latencies, ping_failures))
-    started = time.monotonic()
-    deadline = started + duration
     try:
-        await asyncio.gather(*(
-            client_loop(target, payloads, deadline, stream_fraction, max_tokens, seed + index,
-                        tally, errors)
-            for index in range(clients)
-        ))  # fmt: skip
+        async with probing(base_url, PING_INTERVAL_SECONDS) as pings:
+            started = time.monotonic()
+            deadline = started + duration
+            await asyncio.gather(*(
+                client_loop(target, payloads, deadline, stream_fraction, max_tokens,
+                            seed + index, tally, errors)
+                for index in range(clients)
+            ))  # fmt: skip
+            elapsed = time.monotonic() - started
     finally:
-        stop.set()
-        await pinger
         await target.aclose()
-    elapsed = time.monotonic() - started
     return {
         "clients": clients,
         "duration_s": duration,
@@ -125,26 +196,123 @@ async def run_load(
         "lost": tally["lost"],
         "completed_per_s": tally["completed"] / elapsed if elapsed else 0.0,
         "error_samples": dict(errors.most_common(5)),
-        "pings": len(ping_latencies),
-        "ping_failures": dict(ping_failures),
-        "ping_ms_p50": ms(percentile(ping_latencies, 50)),
-        "ping_ms_p99": ms(percentile(ping_latencies, 99)),
-        "ping_ms_max": ms(max(ping_latencies, default=None)),
+        **pings.summary(),
     }
 
 
-def load_table(result: dict[str, Any]) -> str:
-    def number(value: float | None) -> str:
-        return "-" if value is None else f"{value:.1f}"
+def number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
+
+def load_table(result: dict[str, Any]) -> str:
     return markdown(
         ["clients", "seconds", "sent", "completed", "429", "503", "other errors", "lost",
-         "completed/s", "/ping p50 ms", "/ping p99 ms", "/ping failures"],
+         "completed/s", "/ping p50 ms", "/ping p95 ms", "/ping p99 ms", "/ping max ms",
+         "/ping failures"],
         [[
             str(result["clients"]), f"{result['elapsed_s']:.0f}", str(result["sent"]),
             str(result["completed"]), str(result["refused_429"]), str(result["refused_503"]),
             str(result["other_errors"]), str(result["lost"]), f"{result['completed_per_s']:.2f}",
-            number(result["ping_ms_p50"]), number(result["ping_ms_p99"]),
+            number(result["ping_ms_p50"]), number(result["ping_ms_p95"]),
+            number(result["ping_ms_p99"]), number(result["ping_ms_max"]),
+            str(sum(result["ping_failures"].values())),
+        ]],
+    )  # fmt: skip
+
+
+def big_chat_body(body_mb: float) -> bytes:
+    """A valid chat payload of `body_mb` MiB, encoded: one user message of filler text, one
+    token out. Encoded once, so the clients spend no time on JSON."""
+    size = int(body_mb * MIB)
+    payload: dict[str, Any] = {"messages": [{"role": "user", "content": ""}], "max_tokens": 1}
+    room = max(0, size - len(json.dumps(payload)))
+    payload["messages"][0]["content"] = (FILLER * (room // len(FILLER) + 1))[:room]
+    return json.dumps(payload).encode()
+
+
+async def body_client_loop(
+    http: httpx.AsyncClient,
+    url: str,
+    body: bytes,
+    deadline: float,
+    statuses: Counter,
+    unanswered: Counter,
+) -> None:
+    while time.monotonic() < deadline:
+        try:
+            response = await http.post(
+                url, content=body, headers={"content-type": "application/json"}
+            )
+            statuses[response.status_code] += 1
+            if response.status_code in REFUSED:
+                await asyncio.sleep(0.1)  # as above: keep the pressure on, not a busy loop
+        except httpx.HTTPError as error:
+            unanswered[f"{type(error).__name__}: {error}"[:160]] += 1
+
+
+async def run_body_load(
+    url: str, clients: int, duration: float, body_mb: float = 5.0
+) -> dict[str, Any]:
+    """`clients` clients post `body_mb` MiB chat payloads for `duration` s; /ping every 20 ms."""
+    base_url = url.rstrip("/").removesuffix("/invocations")
+    body = big_chat_body(body_mb)
+    statuses: Counter = Counter()
+    unanswered: Counter = Counter()
+    async with (
+        httpx.AsyncClient(
+            timeout=httpx.Timeout(
+                connect=10.0, read=duration + FINISH_GRACE_SECONDS, write=60.0, pool=None
+            ),
+            limits=httpx.Limits(max_connections=clients, max_keepalive_connections=clients),
+        ) as http,
+        probing(base_url, BODY_PING_INTERVAL_SECONDS) as pings,
+    ):
+        started = time.monotonic()
+        deadline = started + duration
+        await asyncio.gather(*(
+            body_client_loop(http, f"{base_url}/invocations", body, deadline, statuses,
+                             unanswered)
+            for _ in range(clients)
+        ))  # fmt: skip
+        elapsed = time.monotonic() - started
+    answered = sum(statuses.values())
+    lost = sum(unanswered.values())
+    # A refusal may come before the body is read; every other answer means it was read whole.
+    read = sum(count for status, count in statuses.items() if status not in REFUSED)
+    summary = pings.summary()
+    return {
+        "clients": clients,
+        "body_bytes": len(body),
+        "duration_s": duration,
+        "elapsed_s": elapsed,
+        "sent": answered + lost,
+        "answered": answered,
+        "lost": lost,
+        "statuses": {str(status): count for status, count in sorted(statuses.items())},
+        "answered_per_s": answered / elapsed if elapsed else 0.0,
+        "read_mib_per_s": read * len(body) / MIB / elapsed if elapsed else 0.0,
+        "error_samples": dict(unanswered.most_common(5)),
+        **summary,
+        "ping_goal_p99_ms": PING_GOAL_P99_MS,
+        "ping_goal_met": summary["ping_ms_p99"] is not None
+        and summary["ping_ms_p99"] < PING_GOAL_P99_MS,
+    }
+
+
+def body_load_table(result: dict[str, Any]) -> str:
+    statuses = " ".join(f"{status}:{count}" for status, count in result["statuses"].items())
+    return markdown(
+        ["clients", "body MiB", "seconds", "sent", "answered (status:count)", "lost",
+         "answered/s", "MiB/s read", "pings", "/ping p50 ms", "/ping p95 ms", "/ping p99 ms",
+         "/ping max ms", "/ping failures"],
+        [[
+            str(result["clients"]), f"{result['body_bytes'] / MIB:.1f}",
+            f"{result['elapsed_s']:.0f}", str(result["sent"]),
+            f"{result['answered']} ({statuses or '-'})", str(result["lost"]),
+            f"{result['answered_per_s']:.2f}", f"{result['read_mib_per_s']:.1f}",
+            str(result["pings"]),
+            number(result["ping_ms_p50"]), number(result["ping_ms_p95"]),
+            number(result["ping_ms_p99"]), number(result["ping_ms_max"]),
             str(sum(result["ping_failures"].values())),
         ]],
     )  # fmt: skip

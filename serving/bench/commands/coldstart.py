@@ -1,0 +1,34 @@
+"""`coldstart`: time to the first /ping 200, through the front and for bare vLLM."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from serving.bench import report
+from serving.bench.commands.common import add_local_args, add_out_dir, drafter_of
+from serving.bench.container import parse_configuration
+
+HELP = "time to the first /ping 200: front and bare vLLM, side by side"
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser("coldstart", help=HELP, description=HELP)
+    parser.set_defaults(handler=command)
+    add_out_dir(parser)
+    parser.add_argument("--config", default="peagle:3", help="none, eagle3:K or peagle:K")
+    add_local_args(parser.add_argument_group("local containers"))
+
+
+def command(args: argparse.Namespace) -> int:
+    from serving.bench.coldstart import measure
+
+    configuration = parse_configuration(args.config, drafter_of(args))
+    result = measure(configuration, args.opt_ml_root.absolute(), args.enforce_eager, args.out_dir)
+    report.write_json(args.out_dir / "coldstart.json", result)
+    print(
+        f"cold start to first /ping 200 ({result['configuration']}, "
+        f"enforce_eager={result['enforce_eager']}): front {result['front_s']} s, "
+        f"bare vLLM {result['bare_vllm_s']} s"
+    )
+    return 0

@@ -1,0 +1,175 @@
+"""What the subcommands share: prompt and target arguments, and the container a run targets."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from serving import paths
+from serving.bench.container import (
+    Container,
+    LocalContainer,
+    default_opt_ml_root,
+    parse_configuration,
+)
+from serving.bench.prompts import load_payloads, sampled
+
+DEFAULT_OUT_DIR = Path("build") / "bench"
+Handler = Callable[[argparse.Namespace], int]
+
+
+def int_list(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of numbers"
+        ) from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} needs numbers of 1 or more")
+    return values
+
+
+def add_command(
+    commands: Any, name: str, handler: Handler, help_text: str, max_tokens: int = 128
+) -> argparse.ArgumentParser:
+    """A subcommand with --out-dir and the prompt arguments."""
+    sub = commands.add_parser(name, help=help_text, description=help_text)
+    sub.set_defaults(handler=handler)
+    add_out_dir(sub)
+    add_prompt_args(sub, max_tokens)
+    return sub
+
+
+def add_out_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out-dir",
+        type=Path,
+        default=DEFAULT_OUT_DIR,
+        help=f"where results go (default {DEFAULT_OUT_DIR})",
+    )
+
+
+def add_prompt_args(parser: argparse.ArgumentParser, max_tokens: int = 128) -> None:
+    group = parser.add_argument_group("prompts and generation")
+    group.add_argument("--prompts", type=Path, help="JSONL of chat payloads (default: HumanEval)")
+    group.add_argument("--num-prompts", type=int, help="use only the first N prompts")
+    group.add_argument(
+        "--api",
+        choices=["chat", "completion"],
+        default="chat",
+        help="payload kind for HumanEval prompts (default chat)",
+    )
+    group.add_argument(
+        "--max-tokens",
+        type=int,
+        default=max_tokens,
+        help=f"fixed output length, with ignore_eos (default {max_tokens})",
+    )
+    group.add_argument("--temperature", type=float, default=0.0, help="default 0 (greedy)")
+    group.add_argument(
+        "--no-ignore-eos",
+        dest="ignore_eos",
+        action="store_false",
+        help="stop at EOS (runs are then not comparable in length)",
+    )
+
+
+def add_target_args(parser: argparse.ArgumentParser, sagemaker: bool = False) -> None:
+    group = parser.add_argument_group("target")
+    group.add_argument(
+        "--url",
+        help="the container, e.g. http://127.0.0.1:8080 (/invocations), "
+        "or .../v1 for the OpenAI routes",
+    )
+    if sagemaker:
+        group.add_argument("--endpoint-name", help="a SageMaker endpoint instead of --url")
+        group.add_argument("--region", help="AWS region of the endpoint")
+    add_local_args(group)
+    group.add_argument(
+        "--start",
+        metavar="CONFIG",
+        help="start a local container first: none, eagle3:K or peagle:K",
+    )
+    group.add_argument(
+        "--max-concurrent-requests",
+        type=int,
+        help="MAX_CONCURRENT_REQUESTS for a container started with --start",
+    )
+
+
+def add_local_args(group: Any) -> None:
+    group.add_argument(
+        "--opt-ml-root",
+        type=Path,
+        default=default_opt_ml_root(),
+        help="model tree for local containers (default: build/opt_ml_trained when it is built,"
+        " else build/opt_ml)",
+    )
+    group.add_argument(
+        "--drafter",
+        type=Path,
+        help="P-EAGLE head for local containers (default: the eagle channel)",
+    )
+    group.add_argument("--port", type=int, help="front port for local containers (default: free)")
+    group.add_argument(
+        "--no-enforce-eager",
+        dest="enforce_eager",
+        action="store_false",
+        help="let vLLM compile (slower start) in local containers",
+    )
+
+
+def drafter_of(args: argparse.Namespace) -> Path:
+    return (args.drafter or paths.channel_dir(args.opt_ml_root)).absolute()
+
+
+@contextlib.contextmanager
+def serving_target(args: argparse.Namespace) -> Iterator[tuple[str | None, Container | None]]:
+    """(front URL, the container or None): the given --url, or a container started for the
+    run (stopped when the block ends)."""
+    if not args.start:
+        if not args.url and not getattr(args, "endpoint_name", None):
+            raise SystemExit("give a target: --url http://HOST:PORT, or --start CONFIG.")
+        yield args.url, None
+        return
+    configuration = parse_configuration(args.start, drafter_of(args))
+    extra_env = {}
+    if args.max_concurrent_requests:
+        extra_env["MAX_CONCURRENT_REQUESTS"] = str(args.max_concurrent_requests)
+    container = LocalContainer(
+        configuration,
+        opt_ml_root=args.opt_ml_root.absolute(),
+        log_path=args.out_dir / "logs" / f"{configuration.name}.log",
+        enforce_eager=args.enforce_eager,
+        extra_env=extra_env,
+        port=args.port,
+    )
+    with container.start():
+        print(f"starting {configuration.name} on {container.url} ...", file=sys.stderr, flush=True)
+        ready_after = container.wait_ready()
+        print(f"ready after {ready_after:.0f} s", file=sys.stderr, flush=True)
+        yield container.url, container
+
+
+def payloads_of(args: argparse.Namespace) -> list[dict[str, Any]]:
+    return load_payloads(args.prompts, args.num_prompts, args.api)
+
+
+def sampled_payloads(args: argparse.Namespace, stream: bool = True) -> list[dict[str, Any]]:
+    return [
+        sampled(payload, args.max_tokens, args.temperature, args.ignore_eos, stream)
+        for payload in payloads_of(args)
+    ]
+
+
+def settings_of(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        key: str(value) if isinstance(value, Path) else value
+        for key, value in vars(args).items()
+        if key != "handler"
+    }

@@ -1,0 +1,108 @@
+"""`overhead`: the same load straight to vLLM (through the front's private Unix socket) and
+through the front, interleaved."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from serving.bench import report
+from serving.bench.client import RequestResult, send
+from serving.bench.commands.common import (
+    add_command,
+    add_target_args,
+    int_list,
+    sampled_payloads,
+    serving_target,
+    settings_of,
+)
+from serving.bench.targets import READ_TIMEOUT_SECONDS
+
+# Any host will do: the transport goes to the socket whatever the URL says.
+ENGINE_BASE_URL = "http://engine"
+
+
+class EngineSocketTarget:
+    """vLLM itself, reached the way the front reaches it: its /invocations over a Unix socket."""
+
+    metrics_url = None  # the spec-decode counters are read through the front
+
+    def __init__(self, socket_path: Path, max_connections: int):
+        self.name = f"unix:{socket_path}"
+        self.http = httpx.AsyncClient(
+            base_url=ENGINE_BASE_URL,
+            transport=httpx.AsyncHTTPTransport(
+                uds=str(socket_path),
+                limits=httpx.Limits(
+                    max_connections=max_connections, max_keepalive_connections=max_connections
+                ),
+            ),
+            timeout=httpx.Timeout(connect=10.0, read=READ_TIMEOUT_SECONDS, write=30.0, pool=None),
+        )
+
+    async def send(self, payload: dict[str, Any]) -> RequestResult:
+        return await send(self.http, f"{ENGINE_BASE_URL}/invocations", payload)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+
+def add_parser(commands: Any) -> None:
+    parser = add_command(
+        commands, "overhead", command, "front overhead against the bare engine", 64
+    )
+    add_target_args(parser)
+    parser.add_argument(
+        "--engine-socket",
+        type=Path,
+        help="the engine's Unix socket behind --url (the front logs 'engine on unix:PATH')",
+    )
+    parser.add_argument("--concurrency", type=int_list, default=[1, 32], help="default 1,32")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="alternating engine/front rounds per level (default 4)",
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    from serving.bench.overhead import measure_overhead, overhead_table
+    from serving.bench.targets import UrlTarget
+
+    payloads = sampled_payloads(args)
+    with serving_target(args) as (url, container):
+        engine_socket = args.engine_socket or (container and container.engine_socket())
+        if not engine_socket:
+            raise SystemExit(
+                "the engine's socket is needed: --engine-socket PATH (the front logs "
+                "'engine on unix:PATH'), or --start CONFIG."
+            )
+
+        async def measure() -> list[dict[str, Any]]:
+            connections = max(args.concurrency) + 8
+            direct = EngineSocketTarget(engine_socket, connections)
+            front = UrlTarget(
+                url.rstrip("/").removesuffix("/invocations") + "/invocations", connections
+            )
+            try:
+                return await measure_overhead(
+                    direct, front, payloads, args.concurrency, args.rounds
+                )
+            finally:
+                await direct.aclose()
+                await front.aclose()
+
+        results = asyncio.run(measure())
+    table = overhead_table(results)
+    report.write_json(
+        args.out_dir / "overhead.json", {"settings": settings_of(args), "levels": results}
+    )
+    (args.out_dir / "overhead.md").write_text(f"# Front overhead\n\n{table}\n")
+    print(table)
+    print(f"\nwrote {args.out_dir}/overhead.json and overhead.md")
+    return 0

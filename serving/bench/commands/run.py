@@ -1,0 +1,52 @@
+"""`run`: the concurrency sweep against one target (a URL, a SageMaker endpoint, or a local
+container started for it)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from serving.bench import report
+from serving.bench.commands.common import (
+    add_command,
+    add_target_args,
+    int_list,
+    sampled_payloads,
+    serving_target,
+    settings_of,
+)
+from serving.bench.run import DEFAULT_CONCURRENCY
+
+
+def add_parser(commands: Any) -> None:
+    parser = add_command(commands, "run", command, "concurrency sweep against one target")
+    add_target_args(parser, sagemaker=True)
+    parser.add_argument(
+        "--concurrency",
+        type=int_list,
+        default=list(DEFAULT_CONCURRENCY),
+        help="levels, default 1,4,8,32",
+    )
+    parser.add_argument("--name", default="bench", help="file name stem of the results")
+
+
+def command(args: argparse.Namespace) -> int:
+    from serving.bench.run import run_sweep
+    from serving.bench.targets import make_target
+
+    payloads = sampled_payloads(args)
+    with serving_target(args) as (url, _):
+
+        async def sweep() -> list[dict[str, Any]]:
+            target = make_target(url, args.endpoint_name, args.region, max(args.concurrency) + 8)
+            try:
+                return await run_sweep(target, payloads, args.concurrency)
+            finally:
+                await target.aclose()
+
+        levels = asyncio.run(sweep())
+    table = report.write_run(args.out_dir, args.name, levels, {"settings": settings_of(args)})
+    print(table)
+    print(f"\nwrote {args.out_dir}/{args.name}.json, .md and .png")
+    return 0

@@ -1,0 +1,72 @@
+"""`sweep`: every speculation configuration, each on a local container of its own."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from serving import paths
+from serving.bench.commands.common import (
+    add_command,
+    add_local_args,
+    drafter_of,
+    int_list,
+    sampled_payloads,
+    settings_of,
+)
+from serving.bench.container import EAGLE3_CHANNEL, parse_configuration
+from serving.bench.run import DEFAULT_CONCURRENCY
+
+
+def add_parser(commands: Any) -> None:
+    parser = add_command(
+        commands, "sweep", command, "every speculation configuration on local containers"
+    )
+    add_local_args(parser.add_argument_group("local containers"))
+    parser.add_argument(
+        "--eagle3-drafter",
+        type=Path,
+        help="head for the sequential EAGLE-3 runs (default: the eagle3 channel when there is"
+        " one, else --drafter)",
+    )
+    parser.add_argument(
+        "--k", type=int_list, default=[3, 7, 11], help="draft lengths, default 3,7,11"
+    )
+    parser.add_argument("--configs", help="instead of the default set: e.g. none,eagle3:3,peagle:7")
+    parser.add_argument(
+        "--concurrency",
+        type=int_list,
+        default=list(DEFAULT_CONCURRENCY),
+        help="levels, default 1,4,8,32",
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    from serving.bench.sweep import default_configurations, run_configurations
+
+    drafter = drafter_of(args)
+    eagle3_drafter = args.eagle3_drafter or paths.channel_dir(args.opt_ml_root, EAGLE3_CHANNEL)
+    eagle3_drafter = eagle3_drafter.absolute() if eagle3_drafter.is_dir() else None
+    if args.configs:
+        configurations = [
+            parse_configuration(
+                text, eagle3_drafter or drafter if text.startswith("eagle3") else drafter
+            )
+            for text in args.configs.split(",")
+        ]
+    else:
+        configurations = default_configurations(drafter, eagle3_drafter, args.k)
+    text = run_configurations(
+        configurations,
+        sampled_payloads(args),
+        args.concurrency,
+        args.opt_ml_root.absolute(),
+        args.out_dir,
+        settings_of(args),
+        port=args.port,
+        enforce_eager=args.enforce_eager,
+    )
+    print(text)
+    print(f"wrote {args.out_dir}/sweep.json, sweep.md and sweep.png")
+    return 0

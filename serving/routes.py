@@ -1,0 +1,80 @@
+"""Which paths the front answers, and which of them reach the engine.
+
+The engine's HTTP API also has root routes the front must never expose (`/tokenize`,
+`/load`, `/version`, its own `/invocations`, and in vLLM's dev mode `/sleep`,
+`/collective_rpc`...). So relayed routes are an allow-list matched against the raw,
+undecoded path: a dot segment or an encoded separator matches nothing, and what is
+matched is forwarded byte for byte, never decoded and rebuilt.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# One path parameter: unreserved characters only, so nothing encoded and no separator.
+PARAMETER = r"[A-Za-z0-9_~:-][A-Za-z0-9_.~:-]*"
+# The front's own routes: label -> methods.
+FRONT_ROUTES = {"/ping": ("GET", "POST"), "/invocations": ("POST",), "/metrics": ("GET",)}
+# vLLM's OpenAI-compatible routes, and SageMaker's adapter routes that vLLM serves when
+# VLLM_ALLOW_RUNTIME_LORA_UPDATING is on: template -> methods.
+ENGINE_ROUTES: dict[str, tuple[str, ...]] = {
+    "/v1/models": ("GET",),
+    "/v1/chat/completions": ("POST",),
+    "/v1/completions": ("POST",),
+    "/v1/embeddings": ("POST",),
+    "/v1/responses": ("POST",),
+    "/v1/responses/{response_id}": ("GET",),
+    "/v1/responses/{response_id}/cancel": ("POST",),
+    "/v1/messages": ("POST",),
+    "/v1/messages/count_tokens": ("POST",),
+    "/v1/score": ("POST",),
+    "/v1/rerank": ("POST",),
+    "/v1/audio/transcriptions": ("POST",),
+    "/v1/audio/translations": ("POST",),
+    "/adapters": ("POST",),
+    "/adapters/{adapter_name}": ("DELETE",),
+}
+# The label of every path that matches no route: one metrics series, however many paths.
+UNMATCHED = "unmatched"
+
+
+@dataclass(frozen=True)
+class Route:
+    label: str
+    methods: tuple[str, ...]
+    relayed: bool
+
+    @property
+    def gated(self) -> bool:
+        """Counted in flight and refused while not serving: work that reaches the engine."""
+        return self.relayed or self.label == "/invocations"
+
+
+def compile_template(template: str) -> re.Pattern[bytes]:
+    parts = re.split(r"(\{[a-z_]+\})", template)
+    pattern = "".join(PARAMETER if part.startswith("{") else re.escape(part) for part in parts)
+    return re.compile(pattern.encode() + rb"\Z")
+
+
+ROUTES: list[tuple[re.Pattern[bytes], Route]] = [
+    (compile_template(label), Route(label, methods, relayed=False))
+    for label, methods in FRONT_ROUTES.items()
+] + [
+    (compile_template(template), Route(template, methods, relayed=True))
+    for template, methods in ENGINE_ROUTES.items()
+]
+
+
+def match(raw_path: bytes) -> Route | None:
+    """The route a raw (undecoded, query-free) request path names, if any."""
+    for pattern, route in ROUTES:
+        if pattern.match(raw_path):
+            return route
+    return None
+
+
+def label(raw_path: bytes) -> str:
+    """The bounded metrics label of a path: its route template, or UNMATCHED."""
+    route = match(raw_path)
+    return route.label if route else UNMATCHED

@@ -1,0 +1,47 @@
+"""Request bodies: a client that leaves mid-upload, one that stalls, and big bodies."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from serving.invocations import prepare
+from tests.raw_http import body_of, connect, read_all, status_of
+
+HEAD = (
+    b"POST /invocations HTTP/1.1\r\nHost: front\r\nContent-Type: application/json\r\n"
+    b"X-Amzn-SageMaker-Inference-Id: %s\r\nContent-Length: 1000\r\n\r\n"
+)
+
+
+def test_a_5_mb_body_gets_its_model_without_being_reencoded():
+    content = "def f():\n    return 'é'\n" * 200_000
+    body = json.dumps({"messages": [{"role": "user", "content": content}]}).encode()
+    prepared = prepare(body, "served-model")
+    assert prepared.endswith(body[1:])
+    assert json.loads(prepared)["model"] == "served-model"
+
+
+def test_client_leaving_mid_upload_is_a_499_without_traceback(peagle):
+    start = len(peagle.log_text())
+    before = peagle.metric('serving_requests_total{route="/invocations",status="500"}')
+    with connect(peagle.url) as sock:
+        sock.sendall(HEAD % b"left-mid-upload" + b'{"messages": [')
+        time.sleep(0.5)
+    written = peagle.log_once("left-mid-upload POST /invocations 499")[start:]
+    assert "left-mid-upload POST /invocations 499" in written
+    assert "Traceback" not in written
+    assert peagle.metric('serving_requests_total{route="/invocations",status="500"}') == before
+
+
+def test_a_stalled_upload_gets_a_408_and_frees_its_slot(plain):
+    # The plain container sets SERVING_BODY_TIMEOUT_SECONDS=3.
+    began = time.monotonic()
+    with connect(plain.url, timeout=30) as sock:
+        sock.sendall(HEAD % b"stalled-upload" + b'{"messages": [')
+        answer = read_all(sock)
+    took = time.monotonic() - began
+    assert status_of(answer) == 408
+    assert "SERVING_BODY_TIMEOUT_SECONDS" in json.loads(body_of(answer))["error"]["message"]
+    assert 3 <= took < 25
+    assert plain.metric("serving_requests_in_flight") == 0

@@ -1,0 +1,104 @@
+"""Headers: odd bytes never make a 500, the engine sees what the client sent, and answers
+carry one Date and one Server."""
+
+from __future__ import annotations
+
+import json
+
+from serving.headers import to_client, to_engine
+from tests.raw_http import body_of, exchange, get, header_values, status_of
+
+CHAT = json.dumps({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}).encode()
+
+
+def post_chat(url: str, headers: bytes) -> bytes:
+    return exchange(
+        url,
+        b"POST /invocations HTTP/1.1\r\nHost: front\r\nContent-Type: application/json\r\n"
+        + headers
+        + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(CHAT)
+        + CHAT,
+    )
+
+
+def test_repeated_request_headers_stay_repeated():
+    sent = [(b"X-Tag", b"a"), (b"x-tag", b"b"), (b"Accept", b"*/*")]
+    assert to_engine(sent, b"id-1") == [
+        (b"x-tag", b"a"),
+        (b"x-tag", b"b"),
+        (b"accept", b"*/*"),
+        (b"x-request-id", b"id-1"),
+    ]
+
+
+def test_headers_named_in_connection_and_hop_by_hop_ones_are_dropped():
+    sent = [
+        (b"Connection", b"keep-alive, X-Hop-Secret"),
+        (b"X-Hop-Secret", b"1"),
+        (b"Keep-Alive", b"timeout=5"),
+        (b"Transfer-Encoding", b"chunked"),
+        (b"X-Request-Id", b"spoofed"),
+        (b"X-Amzn-SageMaker-Custom-Attributes", b"k=v"),
+    ]
+    assert to_engine(sent, b"ours") == [
+        (b"x-amzn-sagemaker-custom-attributes", b"k=v"),
+        (b"x-request-id", b"ours"),
+    ]
+
+
+def test_engine_date_and_server_are_left_to_the_front():
+    answer = [(b"date", b"x"), (b"server", b"uvicorn"), (b"content-type", b"application/json")]
+    assert to_client(answer) == [(b"content-type", b"application/json")]
+
+
+def test_non_ascii_header_bytes_are_served_and_reach_the_engine_unchanged(peagle):
+    inference_id = b"caf\xc3\xa9-\xff-id"
+    answer = post_chat(
+        peagle.url,
+        b"X-Amzn-SageMaker-Inference-Id: " + inference_id + b"\r\n"
+        b"X-Amzn-SageMaker-Custom-Attributes: note=\xe2\x98\x83\xfe\r\n"
+        b"X-Amzn-SageMaker-Target-Variant: variant-\xe9\r\n",
+    )
+    assert status_of(answer) == 200, answer[:400]
+    # vLLM names the request with the id it received and echoes it: the bytes came through.
+    assert header_values(answer, b"x-request-id") == [inference_id]
+
+
+def test_control_bytes_in_headers_are_refused_with_a_4xx(peagle):
+    for header in (
+        b"X-Amzn-SageMaker-Inference-Id: a\x01b\r\n",
+        b"X-Amzn-SageMaker-Custom-Attributes: a\x00b\r\n",
+        b"X-Amzn-SageMaker-Target-Variant: \x7f\r\n",
+        b"X-Amzn-SageMaker-Custom-Attributes: a\x1bb\r\n",
+    ):
+        status = status_of(post_chat(peagle.url, header))
+        assert 400 <= status < 500, header
+
+
+def test_odd_paths_are_json_4xx_never_500(peagle):
+    for path in (b"/v1/%00", b"/%00", b"/v1/models%zz", b"/v1/%ff%fe", b"/invocations%00"):
+        answer = get(peagle.url, path)
+        assert 400 <= status_of(answer) < 500, (path, answer[:200])
+        assert "error" in json.loads(body_of(answer))
+
+
+def test_answers_carry_one_date_and_one_server_header(peagle):
+    answers = [
+        post_chat(peagle.url, b""),
+        get(peagle.url, b"/v1/models"),
+        get(peagle.url, b"/ping"),
+    ]
+    for answer in answers:
+        assert status_of(answer) == 200
+        assert len(header_values(answer, b"date")) == 1
+        assert len(header_values(answer, b"server")) == 1
+
+
+def test_no_traceback_in_the_log_after_odd_input(peagle):
+    start = len(peagle.log_text())
+    test_odd_paths_are_json_4xx_never_500(peagle)
+    test_control_bytes_in_headers_are_refused_with_a_4xx(peagle)
+    test_non_ascii_header_bytes_are_served_and_reach_the_engine_unchanged(peagle)
+    written = peagle.log_once("-\\xff-id POST /invocations")[start:]
+    assert "Traceback" not in written
+    assert " 500 " not in written
