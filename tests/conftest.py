@@ -85,8 +85,8 @@ CONFIGURATIONS = {
         MAX_CONCURRENT_REQUESTS=str(PEAGLE_MAX_CONCURRENT),
         SAGEMAKER_ENABLE_STATEFUL_SESSIONS="true",
     ),
-    # The target alone, for the lossless comparison; JSON logs.
-    "plain": lambda: demo_env(SERVING_LOG_FORMAT="json"),
+    # The target alone, for the lossless comparison; JSON logs; a short body timeout (408).
+    "plain": lambda: demo_env(SERVING_LOG_FORMAT="json", SERVING_BODY_TIMEOUT_SECONDS="3"),
     # Containers that a test stops: one by SIGTERM, one by killing its engine.
     "drain": lambda: demo_env(SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)),
     "doomed": lambda: demo_env(),

@@ -22,8 +22,10 @@ TIMEOUT_SECONDS = 900.0
 
 def bare_argv(container: LocalContainer, port: int) -> list[str]:
     settings = load_settings(container.environment())
-    argv = build_argv(settings)
-    argv[argv.index("--port") + 1] = str(port)
+    # Bare vLLM as a user would run it: on a TCP port instead of the front's private socket.
+    argv = build_argv(settings, Path("unused.sock"))
+    at = argv.index("--uds")
+    argv[at : at + 2] = ["--host", "127.0.0.1", "--port", str(port)]
     return argv
 
 
