@@ -119,7 +119,7 @@ def test_session_headers_go_both_ways(client: httpx.Client):
 def test_custom_attributes_are_forwarded_verbatim():
     from starlette.requests import Request
 
-    from serving.app import upstream_headers
+    from serving.app import engine_headers
 
     attributes = "trace=abc,user=42;" + "x" * 1000
     scope = {
@@ -130,10 +130,10 @@ def test_custom_attributes_are_forwarded_verbatim():
             (b"connection", b"keep-alive"),
             (b"content-length", b"12"),
         ],
-        "state": {"request_id": "rid-1"},
+        "state": {"request_id": b"rid-1"},
     }
-    headers = upstream_headers(Request(scope))
-    assert headers["x-amzn-sagemaker-custom-attributes"] == attributes
-    assert headers["x-amzn-sagemaker-target-variant"] == "variant-a"
-    assert headers["x-request-id"] == "rid-1"
-    assert "connection" not in headers and "content-length" not in headers
+    headers = dict(engine_headers(Request(scope)))
+    assert headers[b"x-amzn-sagemaker-custom-attributes"] == attributes.encode()
+    assert headers[b"x-amzn-sagemaker-target-variant"] == b"variant-a"
+    assert headers[b"x-request-id"] == b"rid-1"
+    assert b"connection" not in headers and b"content-length" not in headers

@@ -92,9 +92,10 @@ def test_engine_death_fails_requests_fast_and_exits_non_zero(doomed):
     # Eight sequences of 1,900 tokens each: several seconds of work even on the fast pair,
     # so this request is provably in the engine when it is killed.
     longest = {"prompt": "x", "max_tokens": 1900, "ignore_eos": True, "n": 8}
-    # A big answer (top-20 logprobs for every token) whose client stops reading after the
-    # status line: the engine dies while its body is being relayed.
-    big = {"prompt": "x", "max_tokens": 400, "ignore_eos": True, "n": 8, "logprobs": 20}
+    # A big answer (top-20 logprobs for 12,000 tokens: about 6 MB, more than the kernel's
+    # 4 MB TCP send buffer and the rest hold) whose client stops reading after the status
+    # line: the engine dies while its body is being relayed.
+    big = {"prompt": "x", "max_tokens": 1500, "ignore_eos": True, "n": 8, "logprobs": 20}
     cut = raw_completion(doomed, big, receive_buffer=4096)
     assert cut.recv(12).startswith(b"HTTP/1.1 200")
 
