@@ -215,3 +215,27 @@ def test_ctrl_c_twice_while_loading_leaves_no_engine_behind(demo_root, tmp_path)
         assert not os.path.exists(socket_dir)
     finally:
         container.stop()
+
+
+def test_a_taken_port_exits_4_before_the_engine_starts(demo_root):
+    import socket
+    import subprocess
+    import sys
+
+    from tests.conftest import demo_env
+
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = demo_env(SAGEMAKER_BIND_TO_PORT=str(port))
+        result = subprocess.run(
+            [sys.executable, "-m", "serving", "serve"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == exit_codes.FRONT_FAILED
+    assert "SAGEMAKER_BIND_TO_PORT" in result.stdout
+    assert "starting engine" not in result.stdout
