@@ -12,9 +12,9 @@ from fastapi import FastAPI, Request
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, Response
 
-from serving import invocations, routes
-from serving.bodies import BodyError, read_body
-from serving.errors import error_response
+from serving import invocations
+from serving.bodies import read_body
+from serving.errors import RequestRefused, error_response
 from serving.gate import RequestGate, raw_path
 from serving.headers import has_forbidden_bytes, to_engine
 from serving.lifecycle import Lifecycle
@@ -51,7 +51,7 @@ def bad_header(request: Request) -> Response | None:
     return None
 
 
-def body_error(error: BodyError | invocations.PayloadError) -> Response:
+def refused(error: RequestRefused) -> Response:
     # The rest of an unread body would arrive as the next request: close the connection.
     unread = error.status in (408, 413)
     return error_response(
@@ -106,8 +106,8 @@ def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAP
                 )
             else:
                 content = invocations.prepare(body, settings.served_model_name)
-        except (BodyError, invocations.PayloadError) as error:
-            return body_error(error)
+        except RequestRefused as error:
+            return refused(error)
         if settings.log_bodies:
             log.info(
                 "%s request body: %s",
@@ -121,7 +121,7 @@ def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAP
 
     async def engine_route(request: Request) -> Response:
         path = raw_path(request.scope)
-        route = routes.match(path)
+        route = request.scope["state"]["route"]
         if route is None or not route.relayed:
             return error_response(404, NO_ROUTE)
         if request.method not in route.methods:
@@ -135,8 +135,8 @@ def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAP
             body = await read_body(
                 request, settings.max_payload_bytes, settings.body_timeout_seconds
             )
-        except BodyError as error:
-            return body_error(error)
+        except RequestRefused as error:
+            return refused(error)
         query = request.scope.get("query_string", b"")
         target = path + b"?" + query if query else path
         return await relay.forward(request, target, body, engine_headers(request))

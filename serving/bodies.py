@@ -6,21 +6,14 @@ import asyncio
 
 from starlette.requests import ClientDisconnect, Request
 
+from serving.errors import RequestRefused
+
 # nginx's code for "the client closed the request": logged and counted, never sent.
 CLIENT_CLOSED = 499
 
 
-class BodyError(Exception):
-    """The body cannot be read; `status` and `message` are the client's answer."""
-
-    def __init__(self, status: int, message: str):
-        self.status = status
-        self.message = message
-        super().__init__(message)
-
-
-def too_large(limit: int) -> BodyError:
-    return BodyError(
+def too_large(limit: int) -> RequestRefused:
+    return RequestRefused(
         413,
         f"payload is larger than the {limit / 1024 / 1024:g} MB limit "
         "(SAGEMAKER_MAX_PAYLOAD_IN_MB); send a smaller request.",
@@ -43,13 +36,15 @@ async def read_body(request: Request, limit: int, idle_seconds: float) -> bytes:
         except StopAsyncIteration:
             return b"".join(chunks)
         except TimeoutError:
-            raise BodyError(
+            raise RequestRefused(
                 408,
                 f"the request body stalled: nothing arrived for {idle_seconds:g} s "
                 "(SERVING_BODY_TIMEOUT_SECONDS); send the whole body promptly.",
             ) from None
         except ClientDisconnect:
-            raise BodyError(CLIENT_CLOSED, "the client closed the connection mid-upload.") from None
+            raise RequestRefused(
+                CLIENT_CLOSED, "the client closed the connection mid-upload."
+            ) from None
         size += len(chunk)
         if size > limit:
             raise too_large(limit)

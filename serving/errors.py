@@ -40,6 +40,15 @@ def sse_error(status: int, message: str, error_type: str | None = None) -> bytes
     return f"data: {json.dumps(error_body(status, message, error_type))}\n\n".encode()
 
 
+class RequestRefused(Exception):
+    """A request the front answers itself: `status` and `message` are the client's answer."""
+
+    def __init__(self, status: int, message: str):
+        self.status = status
+        self.message = message
+        super().__init__(message)
+
+
 class AnswerCut(Exception):
     """The engine's answer broke off after its status line was sent to the client.
 

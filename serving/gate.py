@@ -69,6 +69,8 @@ class RequestGate:
         request_id_bytes = request_id(scope["headers"])
         state = scope.setdefault("state", {})
         state["request_id"] = request_id_bytes
+        # Matched once, here: the app relays by this route rather than matching again.
+        state["route"] = route
         started = time.perf_counter()
         status_seen: int | str = 500
         streaming = False

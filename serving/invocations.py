@@ -5,19 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from serving.errors import RequestRefused
+
 # vLLM's own /invocations takes both payload kinds and applies SageMaker's session
 # (X-Amzn-SageMaker-Session-Id) and adapter (X-Amzn-SageMaker-Adapter-Identifier) rules.
 ENGINE_PATH = "/invocations"
 # Keys that mark a payload vLLM's /invocations accepts: chat, completion, session control.
 PAYLOAD_KEYS = ("messages", "prompt", "requestType")
 JSON_MEDIA_TYPES = {"application/json", "text/json"}
-
-
-class PayloadError(Exception):
-    def __init__(self, status: int, message: str):
-        self.status = status
-        self.message = message
-        super().__init__(message)
 
 
 def check_content_type(content_type: str | None) -> None:
@@ -27,7 +22,7 @@ def check_content_type(content_type: str | None) -> None:
     media_type = content_type.split(";", 1)[0].strip().lower()
     if media_type in JSON_MEDIA_TYPES or media_type.endswith("+json") or media_type == "*/*":
         return
-    raise PayloadError(
+    raise RequestRefused(
         415,
         f"Content-Type {media_type!r} is not supported; send the payload as application/json.",
     )
@@ -37,9 +32,9 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
     try:
         payload = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise PayloadError(400, f"request body is not valid JSON: {error}.") from None
+        raise RequestRefused(400, f"request body is not valid JSON: {error}.") from None
     if not isinstance(payload, dict):
-        raise PayloadError(
+        raise RequestRefused(
             400, f"request body is a JSON {type(payload).__name__}; send a JSON object."
         )
     return payload
@@ -47,7 +42,7 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
 
 def check_kind(payload: dict[str, Any]) -> None:
     if not any(key in payload for key in PAYLOAD_KEYS):
-        raise PayloadError(
+        raise RequestRefused(
             400,
             "payload has neither 'messages' nor 'prompt'; send an OpenAI chat-completion payload "
             '({"messages": [{"role": "user", "content": "..."}]}) or a completion payload '

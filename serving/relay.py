@@ -75,7 +75,6 @@ class Relay:
     """The front's one HTTP client to the engine, over the engine's private Unix socket."""
 
     def __init__(self, socket_path: str, max_connections: int):
-        self.socket_path = socket_path
         limits = httpx.Limits(
             max_connections=max_connections, max_keepalive_connections=max_connections
         )

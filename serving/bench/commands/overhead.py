@@ -21,9 +21,7 @@ from serving.bench.commands.common import (
     settings_of,
 )
 from serving.bench.targets import READ_TIMEOUT_SECONDS
-
-# Any host will do: the transport goes to the socket whatever the URL says.
-ENGINE_BASE_URL = "http://engine"
+from serving.relay import ENGINE_BASE_URL
 
 
 class EngineSocketTarget:
