@@ -18,10 +18,8 @@ from serving.engine import Engine
 from serving.lifecycle import Lifecycle, Status
 from tests.raw_http import connect, read_all
 
-STREAM = {"prompt": "def parse(text):", "max_tokens": 1000, "ignore_eos": True, "stream": True}
-# Far more than the client's, the front's and the socket's buffers hold: a client that stops
-# reading keeps this stream in flight for as long as it likes.
-ENDLESS_STREAM = {"prompt": "x", "max_tokens": 1900, "ignore_eos": True, "stream": True}
+# Short enough to finish well inside the drain even on a loaded two-core machine.
+STREAM = {"prompt": "def parse(text):", "max_tokens": 64, "ignore_eos": True, "stream": True}
 CHAT = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4}
 
 
@@ -34,39 +32,44 @@ def engine_leftovers(container) -> list[psutil.Process]:
     ]
 
 
-def start_stalled_stream(container) -> object:
-    """A stream whose client reads its status line and then stops reading."""
-    sock = connect(container.url, receive_buffer=4096)
-    body = json.dumps(ENDLESS_STREAM).encode()
+def start_upload(container, payload: dict) -> tuple[object, bytes]:
+    """A request admitted (in flight from its first byte) whose body is not all sent yet:
+    in flight for as long as the test likes, whatever the generation speed. Returns the
+    socket and the rest of the body."""
+    sock = connect(container.url)
+    body = json.dumps(payload).encode()
     sock.sendall(
         b"POST /invocations HTTP/1.1\r\nHost: front\r\nContent-Type: application/json\r\n"
-        b"Content-Length: %d\r\n\r\n" % len(body) + body
+        b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body[:5]
     )
-    assert sock.recv(12).startswith(b"HTTP/1.1 200")
-    return sock
+    return sock, body[5:]
 
 
 def test_sigterm_drains_then_a_second_sigterm_ends_the_drain(drain):
-    stalled = start_stalled_stream(drain)
-    with httpx.Client(timeout=60) as http:
-        with http.stream("POST", f"{drain.url}/invocations", json=STREAM) as response:
-            lines = response.iter_lines()
-            next(line for line in lines if line.startswith("data: "))
-            leftovers = engine_leftovers(drain)
-            assert leftovers
-            drain.process.send_signal(signal.SIGTERM)
-            time.sleep(0.2)
-            assert httpx.get(f"{drain.url}/ping", timeout=2).status_code == 503
-            refused = httpx.post(f"{drain.url}/invocations", json=CHAT, timeout=5)
-            assert refused.status_code == 503
-            assert "shutting down" in refused.json()["error"]["message"]
-            rest = [line for line in lines if line.startswith("data: ")]
-    # The stream that kept reading finished in full during the drain.
-    assert rest[-1] == "data: [DONE]"
+    streaming, rest_of_stream = start_upload(drain, STREAM)
+    stalled, _ = start_upload(drain, CHAT)
+    deadline = time.monotonic() + 30
+    while drain.metric("serving_requests_in_flight") < 2:
+        assert time.monotonic() < deadline, "the two requests were not admitted"
+        time.sleep(0.05)
+    leftovers = engine_leftovers(drain)
+    assert leftovers
+    drain.process.send_signal(signal.SIGTERM)
+    time.sleep(0.2)
+    assert httpx.get(f"{drain.url}/ping", timeout=2).status_code == 503
+    refused = httpx.post(f"{drain.url}/invocations", json=CHAT, timeout=5)
+    assert refused.status_code == 503
+    assert "shutting down" in refused.json()["error"]["message"]
+    # A request in flight at SIGTERM is served in full during the drain, streamed to the end.
+    streaming.sendall(rest_of_stream)
+    answer = read_all(streaming)
+    streaming.close()
+    assert answer.startswith(b"HTTP/1.1 200")
+    assert b"data: [DONE]" in answer
     assert "draining: 2 request(s) in flight" in drain.log_text()
     # The stalled one would hold the drain for its whole limit; a second SIGTERM ends it.
     time.sleep(0.5)
-    assert drain.process.poll() is None, "the drain did not wait for the stalled stream"
+    assert drain.process.poll() is None, "the drain did not wait for the stalled request"
     second = time.monotonic()
     drain.process.send_signal(signal.SIGTERM)
     assert drain.process.wait(timeout=15) == 0
