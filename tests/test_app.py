@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 
@@ -48,7 +49,11 @@ def test_stream_relays_server_sent_events_ending_with_done(client: httpx.Client)
 def test_p_eagle_drafts_are_counted_on_the_fronts_metrics(client: httpx.Client, peagle):
     before = peagle.metric("vllm:spec_decode_num_drafts_total")
     assert client.post("/invocations", json=CHAT).status_code == 200
-    after = peagle.metric("vllm:spec_decode_num_drafts_total")
+    # vLLM records a step's stats after it has sent the answer: wait for the record.
+    deadline = time.monotonic() + 10
+    while (after := peagle.metric("vllm:spec_decode_num_drafts_total")) <= before:
+        assert time.monotonic() < deadline, f"no drafts counted after the answer ({after})"
+        time.sleep(0.1)
     assert after > before >= 0
     # Parallel drafting: every draft proposes K tokens in one pass.
     assert peagle.metric("vllm:spec_decode_num_draft_tokens_total") >= 3 * after

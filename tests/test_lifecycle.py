@@ -95,11 +95,14 @@ def test_engine_death_fails_requests_fast_and_exits_non_zero(doomed):
     # Eight sequences of 1,900 tokens each: several seconds of work even on the fast pair,
     # so this request is provably in the engine when it is killed.
     longest = {"prompt": "x", "max_tokens": 1900, "ignore_eos": True, "n": 8}
-    # A big answer (top-20 logprobs for 12,000 tokens: about 6 MB, more than the kernel's
-    # 4 MB TCP send buffer and the rest hold) whose client stops reading after the status
-    # line: the engine dies while its body is being relayed.
-    big = {"prompt": "x", "max_tokens": 1500, "ignore_eos": True, "n": 8, "logprobs": 20}
+    # A big answer whose client stops reading after the status line, so the engine dies
+    # while its body is being relayed: top-20 logprobs echoed for a 1,500-token prompt
+    # (token ids: the same length with any tokenizer), three times over, about 9 MB, more
+    # than the kernel's 4 MB TCP send buffer and the rest hold. Prefill only, so it is
+    # quick to make even on a loaded machine.
+    big = {"prompt": [5] * 1500, "max_tokens": 1, "echo": True, "logprobs": 20, "n": 3}
     cut = raw_completion(doomed, big, receive_buffer=4096)
+    cut.settimeout(120)
     assert cut.recv(12).startswith(b"HTTP/1.1 200")
 
     def non_streaming():
