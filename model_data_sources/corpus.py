@@ -21,7 +21,7 @@ from pathlib import Path
 
 from model_data_sources.tokenizer import stdlib_dir
 
-# The benchmark's instruction (serving/bench/prompts.py); repeated, not imported, so the builder
+# The benchmark's instruction (bench/prompts.py); repeated, not imported, so the builder
 # does not depend on the serving package.
 CODE_INSTRUCTION = "Complete the following Python function.\n\n"
 PACKAGES = ("asyncio", "collections", "concurrent/futures", "email", "http", "importlib", "json")

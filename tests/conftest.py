@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from serving.bench.container import (
+from bench.container import (
     RANDOM_DEMO_ROOT,
     REPO_ROOT,
     TRAINED_DEMO_ROOT,

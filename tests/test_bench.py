@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 
-from serving.bench.__main__ import main
-from serving.bench.acceptance import SpecCounters, acceptance_length, parse_counters
-from serving.bench.client import StreamTimer
-from serving.bench.load import run_load
-from serving.bench.prompts import load_payloads
-from serving.bench.report import COLUMNS
+from bench.__main__ import main
+from bench.acceptance import SpecCounters, acceptance_length, parse_counters
+from bench.client import StreamTimer
+from bench.load import run_load
+from bench.prompts import load_payloads
+from bench.report import COLUMNS
 
 METRICS_TEXT = """\
 # TYPE vllm:spec_decode_num_drafts_total counter

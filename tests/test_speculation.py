@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from serving.bench.prompts import humaneval_prompts, payload_for
+from bench.prompts import humaneval_prompts, payload_for
 from tests.conftest import TRAINED
 
 PROMPTS = [

@@ -15,6 +15,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from bench.container import EAGLE3_CHANNEL
 from model_data_sources import training
 from model_data_sources.heads import (
     Batch,
@@ -25,7 +26,6 @@ from model_data_sources.heads import (
     peagle_logits,
 )
 from serving import paths
-from serving.bench.container import EAGLE3_CHANNEL
 from tests.conftest import DEMO_ROOT, ROOT, TRAINED, demo_env
 
 SHAPE = HeadShape(

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from serving.bench.client import RequestResult
-from serving.bench.report import markdown
-from serving.bench.run import requests_for_level, run_batch, warm_up
-from serving.bench.stats import ms, percentile
-from serving.bench.targets import Target
+from bench.client import RequestResult
+from bench.report import markdown
+from bench.run import requests_for_level, run_batch, warm_up
+from bench.stats import ms, percentile
+from bench.targets import Target
 
 
 def leg_summary(results: Sequence[RequestResult], wall: float) -> dict[str, Any]:

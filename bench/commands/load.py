@@ -8,8 +8,8 @@ import asyncio
 import time
 from typing import Any
 
-from serving.bench import report
-from serving.bench.commands.common import add_command, add_target_args, payloads_of, serving_target
+from bench import report
+from bench.commands.common import add_command, add_target_args, payloads_of, serving_target
 
 
 def add_parser(commands: Any) -> None:
@@ -31,7 +31,7 @@ def add_parser(commands: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from serving.bench.load import (
+    from bench.load import (
         PING_GOAL_P99_MS,
         body_load_table,
         load_table,

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from serving.bench.prompts import prompt_text
-from serving.bench.report import markdown
-from serving.bench.run import run_level, warm_up
-from serving.bench.targets import UrlTarget, split_url
+from bench.prompts import prompt_text
+from bench.report import markdown
+from bench.run import run_level, warm_up
+from bench.targets import UrlTarget, split_url
 
 VLLM_BENCH_SERVE = (
     "from vllm.entrypoints.cli.benchmark.serve import BenchmarkServingSubcommand as command; "

@@ -10,9 +10,9 @@ from typing import Any
 
 import httpx
 
-from serving.bench import report
-from serving.bench.client import RequestResult, send
-from serving.bench.commands.common import (
+from bench import report
+from bench.client import RequestResult, send
+from bench.commands.common import (
     add_command,
     add_target_args,
     int_list,
@@ -20,7 +20,7 @@ from serving.bench.commands.common import (
     serving_target,
     settings_of,
 )
-from serving.bench.targets import READ_TIMEOUT_SECONDS
+from bench.targets import READ_TIMEOUT_SECONDS
 from serving.relay import ENGINE_BASE_URL
 
 
@@ -69,8 +69,8 @@ def add_parser(commands: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from serving.bench.overhead import measure_overhead, overhead_table
-    from serving.bench.targets import UrlTarget
+    from bench.overhead import measure_overhead, overhead_table
+    from bench.targets import UrlTarget
 
     payloads = sampled_payloads(args)
     with serving_target(args) as (url, container):

@@ -10,10 +10,10 @@ from typing import Any
 import httpx
 from tqdm import tqdm
 
-from serving.bench.acceptance import acceptance_length, read_counters
-from serving.bench.client import RequestResult
-from serving.bench.stats import summarize
-from serving.bench.targets import Target
+from bench.acceptance import acceptance_length, read_counters
+from bench.client import RequestResult
+from bench.stats import summarize
+from bench.targets import Target
 
 DEFAULT_CONCURRENCY = (1, 4, 8, 32)
 WARM_UP_CONCURRENCY = 4

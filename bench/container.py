@@ -32,7 +32,7 @@ import httpx
 if TYPE_CHECKING:
     import psutil
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 ENTRYPOINT = REPO_ROOT / "entrypoint.sh"
 RANDOM_DEMO_ROOT = REPO_ROOT / "build" / "opt_ml"
 TRAINED_DEMO_ROOT = REPO_ROOT / "build" / "opt_ml_trained"

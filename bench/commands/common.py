@@ -9,14 +9,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from serving import paths
-from serving.bench.container import (
+from bench.container import (
     Container,
     LocalContainer,
     default_opt_ml_root,
     parse_configuration,
 )
-from serving.bench.prompts import load_payloads, sampled
+from bench.prompts import load_payloads, sampled
+from serving import paths
 
 DEFAULT_OUT_DIR = Path("build") / "bench"
 Handler = Callable[[argparse.Namespace], int]

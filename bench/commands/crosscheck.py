@@ -6,8 +6,8 @@ import argparse
 import asyncio
 from typing import Any
 
-from serving.bench import report
-from serving.bench.commands.common import add_command, add_target_args, payloads_of, serving_target
+from bench import report
+from bench.commands.common import add_command, add_target_args, payloads_of, serving_target
 
 
 def add_parser(commands: Any) -> None:
@@ -17,7 +17,7 @@ def add_parser(commands: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from serving.bench.crosscheck import crosscheck, crosscheck_table
+    from bench.crosscheck import crosscheck, crosscheck_table
 
     payloads = payloads_of(args)
     with serving_target(args) as (url, _):

@@ -6,8 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from serving import paths
-from serving.bench.commands.common import (
+from bench.commands.common import (
     add_command,
     add_local_args,
     drafter_of,
@@ -15,8 +14,9 @@ from serving.bench.commands.common import (
     sampled_payloads,
     settings_of,
 )
-from serving.bench.container import EAGLE3_CHANNEL, parse_configuration
-from serving.bench.run import DEFAULT_CONCURRENCY
+from bench.container import EAGLE3_CHANNEL, parse_configuration
+from bench.run import DEFAULT_CONCURRENCY
+from serving import paths
 
 
 def add_parser(commands: Any) -> None:
@@ -43,7 +43,7 @@ def add_parser(commands: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from serving.bench.sweep import default_configurations, run_configurations
+    from bench.sweep import default_configurations, run_configurations
 
     drafter = drafter_of(args)
     eagle3_drafter = args.eagle3_drafter or paths.channel_dir(args.opt_ml_root, EAGLE3_CHANNEL)

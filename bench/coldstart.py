@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from serving.bench.container import Configuration, LocalContainer, free_port
+from bench.container import Configuration, LocalContainer, free_port
 from serving.engine import build_argv
 from serving.settings import load_settings
 

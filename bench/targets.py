@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from serving.bench.client import RequestResult, StreamTimer, json_result, send
+from bench.client import RequestResult, StreamTimer, json_result, send
 
 # Generation can take minutes under heavy load on a CPU; a request that takes longer is hung.
 READ_TIMEOUT_SECONDS = 600.0

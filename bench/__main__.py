@@ -1,4 +1,4 @@
-"""`python -m serving.bench COMMAND`: measure the serving container.
+"""`python -m bench COMMAND`: measure the serving container.
 
   run         concurrency sweep against a URL or a SageMaker endpoint
   sweep       no speculation / EAGLE-3 K=3,7,11 / P-EAGLE K=3,7,11 on local containers
@@ -17,14 +17,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from serving.bench.commands import coldstart, crosscheck, load, overhead, run, sweep
+from bench.commands import coldstart, crosscheck, load, overhead, run, sweep
 
 COMMANDS = (run, sweep, overhead, crosscheck, load, coldstart)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m serving.bench",
+        prog="python -m bench",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from serving.bench import report
-from serving.bench.container import Configuration, LocalContainer
-from serving.bench.run import run_sweep
-from serving.bench.targets import UrlTarget
+from bench import report
+from bench.container import Configuration, LocalContainer
+from bench.run import run_sweep
+from bench.targets import UrlTarget
 
 DEFAULT_K = (3, 7, 11)
 

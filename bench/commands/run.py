@@ -7,8 +7,8 @@ import argparse
 import asyncio
 from typing import Any
 
-from serving.bench import report
-from serving.bench.commands.common import (
+from bench import report
+from bench.commands.common import (
     add_command,
     add_target_args,
     int_list,
@@ -16,7 +16,7 @@ from serving.bench.commands.common import (
     serving_target,
     settings_of,
 )
-from serving.bench.run import DEFAULT_CONCURRENCY
+from bench.run import DEFAULT_CONCURRENCY
 
 
 def add_parser(commands: Any) -> None:
@@ -32,8 +32,8 @@ def add_parser(commands: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from serving.bench.run import run_sweep
-    from serving.bench.targets import make_target
+    from bench.run import run_sweep
+    from bench.targets import make_target
 
     payloads = sampled_payloads(args)
     with serving_target(args) as (url, _):

@@ -26,18 +26,18 @@ from typing import Any
 
 import httpx
 
-from serving.bench.client import RequestResult
-from serving.bench.prompts import sampled
-from serving.bench.report import markdown
-from serving.bench.stats import ms, percentile
-from serving.bench.targets import UrlTarget
+from bench.client import RequestResult
+from bench.prompts import sampled
+from bench.report import markdown
+from bench.stats import ms, percentile
+from bench.targets import UrlTarget
 
 PING_INTERVAL_SECONDS = 0.1
 BODY_PING_INTERVAL_SECONDS = 0.02
 PING_TIMEOUT_SECONDS = 2.0  # SageMaker's
 PROBER_START_SECONDS = 60.0
 PROBER_STARTED = "probing"
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 PING_GOAL_P99_MS = 50.0
 REFUSED = (429, 503)
 # After T seconds, requests in flight get this long to finish before they count as lost.

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from statistics import fmean
 from typing import Any
 
-from serving.bench.client import RequestResult
+from bench.client import RequestResult
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from serving.bench import report
-from serving.bench.commands.common import add_local_args, add_out_dir, drafter_of
-from serving.bench.container import parse_configuration
+from bench import report
+from bench.commands.common import add_local_args, add_out_dir, drafter_of
+from bench.container import parse_configuration
 
 HELP = "time to the first /ping 200: front and bare vLLM, side by side"
 
@@ -21,7 +21,7 @@ def add_parser(commands: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from serving.bench.coldstart import measure
+    from bench.coldstart import measure
 
     configuration = parse_configuration(args.config, drafter_of(args))
     result = measure(configuration, args.opt_ml_root.absolute(), args.enforce_eager, args.out_dir)

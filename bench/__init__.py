@@ -1,0 +1,1 @@
+"""Benchmark and load tools for the serving container: `python -m bench --help`."""

@@ -1,1 +1,0 @@
-"""Benchmark and load tools for the serving container: `python -m serving.bench --help`."""
