@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
@@ -26,6 +27,11 @@ log = logging.getLogger("serving.engine")
 VLLM_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 HEALTH_POLL_SECONDS = 0.5
 SOCKET_NAME = "engine.sock"
+# With every model on local disk, nothing needs a hub, and SageMaker endpoints often run
+# without a network: these keep huggingface_hub and transformers from trying, and vLLM from
+# sending usage statistics. A value the user set wins.
+OFFLINE_ENVIRONMENT = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+NO_TELEMETRY_ENVIRONMENT = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 
 
 class EngineExited(RuntimeError):
@@ -60,12 +66,28 @@ def build_argv(settings: Settings, socket_path: Path, python: str = sys.executab
     return argv + list(settings.engine_flags)
 
 
+def models_are_local(settings: Settings) -> bool:
+    """The target, and the drafter when there is one, are directories on this disk."""
+    drafter = (settings.speculative_config or {}).get("model")
+    paths = [settings.model] + ([drafter] if isinstance(drafter, str) else [])
+    return all(Path(path).is_dir() for path in paths)
+
+
+def engine_environment(settings: Settings, environ: Mapping[str, str]) -> dict[str, str]:
+    """The engine's environment: ours, with no hub or telemetry traffic where none is needed."""
+    defaults = dict(NO_TELEMETRY_ENVIRONMENT)
+    if models_are_local(settings):
+        defaults.update(OFFLINE_ENVIRONMENT)
+    return {**defaults, **environ}
+
+
 class Engine:
     """One vLLM server process. Its stdout and stderr are the container's."""
 
-    def __init__(self, argv: list[str], niceness: int = 0):
+    def __init__(self, argv: list[str], niceness: int = 0, env: Mapping[str, str] | None = None):
         self.argv = argv
         self.niceness = niceness
+        self.env = dict(env) if env is not None else None
         self.process: asyncio.subprocess.Process | None = None
 
     @property
@@ -80,7 +102,9 @@ class Engine:
         """Spawn vLLM; raises OSError when it cannot be spawned at all."""
         log.info("starting engine: %s", " ".join(redact_argv(self.argv)))
         # Its own session, so stop() can end vLLM's worker processes with it.
-        self.process = await asyncio.create_subprocess_exec(*self.argv, start_new_session=True)
+        self.process = await asyncio.create_subprocess_exec(
+            *self.argv, env=self.env, start_new_session=True
+        )
         if self.niceness:
             # Before vLLM forks its workers (they inherit it): a busy engine must not starve
             # the front, whose /ping has to answer SageMaker within 2 s.

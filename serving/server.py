@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import shutil
 import signal
 import socket
@@ -14,7 +15,7 @@ import uvicorn
 
 from serving import exit_codes
 from serving.app import create_app
-from serving.engine import Engine, build_argv, private_socket_path
+from serving.engine import Engine, build_argv, engine_environment, private_socket_path
 from serving.lifecycle import Lifecycle
 from serving.relay import Relay
 from serving.settings import Settings
@@ -92,7 +93,11 @@ def serve(settings: Settings) -> int:
         )
         front_socket.close()
         return exit_codes.FRONT_FAILED
-    engine = Engine(build_argv(settings, socket_path), settings.engine_niceness)
+    engine = Engine(
+        build_argv(settings, socket_path),
+        settings.engine_niceness,
+        engine_environment(settings, os.environ),
+    )
     relay = Relay(str(socket_path), max_connections=settings.max_concurrent_requests + 16)
     config = uvicorn.Config(
         app=None,  # set below, once the server (which the lifecycle calls back) exists

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from serving.preflight.cpu_build import check_cpu_preload
 from serving.preflight.drafter import load_head, local_drafter_dir, read_head_config
 from serving.preflight.heads import check_head, check_not_an_eagle3_head
+from serving.preflight.shared_memory import check_shared_memory
 from serving.preflight.speculative_config import check_speculative_config, shortcut_flags
 from serving.preflight.target import check_target_architecture, load_target
 from serving.preflight.vllm_facts import MODEL_FREE_METHODS, SPECULATIVE_METHODS
@@ -40,9 +41,10 @@ class Report:
 
 
 def check(settings: Settings, environ: Mapping[str, str] | None = None) -> Report:
-    """Every problem with the speculation set-up, before any weights load."""
+    """Every problem with the machine and the speculation set-up, before any weights load."""
     env = os.environ if environ is None else environ
     report = Report()
+    check_shared_memory(settings, env, report.errors)
     config = settings.speculative_config
     shortcuts = shortcut_flags(settings.engine_flags)
     if config is None:

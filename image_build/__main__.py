@@ -1,0 +1,26 @@
+"""python -m image_build cpu|gpu [--tag TAG]: build the serving image (see build.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from image_build.build import build
+from image_build.engine import EngineError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m image_build", description=__doc__)
+    parser.add_argument("target", choices=["cpu", "gpu"], help="cpu: on docker/cpu-base")
+    parser.add_argument("--tag", help="the image's tag")
+    args = parser.parse_args(argv)
+    try:
+        build(args.target, args.tag)
+    except EngineError as error:
+        print(f"image_build: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
