@@ -34,7 +34,7 @@ DURATION ?= 60
 BODY_CLIENTS ?= 32
 BODY_MB ?= 5
 
-.PHONY: help setup demo-model trained-model serve check test bench load load-bodies lint format image image-cpu clean
+.PHONY: help setup demo-model trained-model serve check test bench load load-bodies lint format image image-cpu image-test clean
 
 help:
 	@echo "make serve   set up, build the demo model, serve it on port $(PORT) with P-EAGLE"
@@ -46,7 +46,8 @@ help:
 	@echo "make load    $(CLIENTS) clients for $(DURATION) s against the container on port $(PORT)"
 	@echo "make load-bodies  $(BODY_CLIENTS) clients posting $(BODY_MB) MiB payloads; /ping latency"
 	@echo "make lint    ruff and hadolint"
-	@echo "make image   build the GPU image (image-cpu: the CPU demo image); needs Docker"
+	@echo "make image   build the GPU image (image-cpu: the same on a CPU vLLM base)"
+	@echo "make image-test  build the CPU image and test it as SageMaker runs it"
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON_BOOTSTRAP) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -90,19 +91,27 @@ load-bodies: setup
 		--clients $(BODY_CLIENTS) --duration $(DURATION)
 
 lint: setup
-	$(VENV)/bin/ruff check serving bench model_data_sources tests
-	$(VENV)/bin/ruff format --check serving bench model_data_sources tests
-	$(VENV)/bin/hadolint Dockerfile Dockerfile.cpu
+	$(VENV)/bin/ruff check serving bench image_build model_data_sources tests
+	$(VENV)/bin/ruff format --check serving bench image_build model_data_sources tests
+	$(VENV)/bin/hadolint Dockerfile docker/cpu-base/Dockerfile
 
-image:
-	docker build --platform linux/amd64 -t $(IMAGE) .
+# The image targets start a container engine when none runs (as root on Debian/Ubuntu) and,
+# when no registry answers, make debian:bookworm-slim with debootstrap; see image_build/.
+image: setup
+	$(PY) -m image_build gpu --tag $(IMAGE)
 
-image-cpu:
-	docker build --platform linux/amd64 -f Dockerfile.cpu -t $(IMAGE_CPU) .
+image-cpu: setup
+	$(PY) -m image_build cpu --tag $(IMAGE_CPU)
+
+# The CPU image as SageMaker runs it, trained pair mounted read-only: tests/image plus the
+# host suite's tests that apply to any container (same functions, docker backend).
+image-test: image-cpu trained-model
+	$(PY) -m pytest --backend docker --image $(IMAGE_CPU) tests/image tests/test_app.py \
+		tests/test_lifecycle.py::test_engine_death_fails_requests_fast_and_exits_non_zero
 
 format: setup
-	$(VENV)/bin/ruff format serving bench model_data_sources tests
-	$(VENV)/bin/ruff check --fix serving bench model_data_sources tests
+	$(VENV)/bin/ruff format serving bench image_build model_data_sources tests
+	$(VENV)/bin/ruff check --fix serving bench image_build model_data_sources tests
 
 clean:
 	rm -rf build .pytest_cache

@@ -4,10 +4,10 @@ started with `serve`, pinged with a 2 s timeout until the first 200, stopped wit
 
 `Container` is what callers use: `start()`, `wait_ready()`, `url`, `log_text()`,
 `engine_socket()`, `stop()`. A backend says how the container runs: `HostContainer` runs
-`entrypoint.sh serve` as a process group on this machine, its output in a log file. (A Docker
-backend, `docker run IMAGE serve` with the model mounted read-only, is the same contract with
-another `start()`/`stop()`/`exit_code()`.) `LocalContainer` is the benchmark's: one speculation
-configuration on the demo tree.
+`entrypoint.sh serve` as a process group on this machine, its output in a log file;
+`DockerContainer` runs `docker run IMAGE serve` with the demo tree mounted read-only where
+SageMaker mounts it. `LocalContainer` is the benchmark's: one speculation configuration on the
+demo tree.
 """
 
 from __future__ import annotations
@@ -122,6 +122,19 @@ class Container(ABC):
     @abstractmethod
     def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> int | None:
         """SIGTERM (the front drains, then stops vLLM); SIGKILL after `timeout`. The exit code."""
+
+    @abstractmethod
+    def kill_engine(self, sig: int = signal.SIGKILL) -> None:
+        """Send `sig` to the vLLM server process, as a crash or the OOM killer would."""
+
+    def wait_exit(self, timeout: float) -> int:
+        """The exit code once the container has stopped; TimeoutError after `timeout`."""
+        deadline = time.monotonic() + timeout
+        while (code := self.exit_code()) is None:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"container {self.name} still runs after {timeout:.0f} s")
+            time.sleep(0.05)
+        return code
 
     def wait_ready(self, timeout: float = STARTUP_TIMEOUT_SECONDS) -> float:
         """Ping like SageMaker (2 s timeout) until 200; the seconds since `start()`."""
@@ -251,6 +264,168 @@ class HostContainer(Container):
 
         (child,) = psutil.Process(self.process.pid).children()
         return child
+
+    def kill_engine(self, sig: int = signal.SIGKILL) -> None:
+        os.kill(self.engine_process().pid, sig)
+
+
+# SageMaker's (and `docker stop`'s) time between SIGTERM and SIGKILL.
+SAGEMAKER_STOP_GRACE_SECONDS = 30
+CONTAINER_PORT = 8080
+# What a host run needs and a container has built in.
+HOST_ONLY_SETTINGS = ("PYTHON", "OPT_ML_ROOT")
+
+
+# Run inside the container by `docker exec`: the image has Python, not procps.
+KILL_ENGINE_SCRIPT = """
+import os, sys
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        cmdline = open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:
+        continue
+    if b"vllm.entrypoints.openai.api_server" in cmdline:
+        os.kill(int(pid), int(sys.argv[1]))
+        print(pid)
+"""
+ZOMBIES_SCRIPT = """
+import os
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        continue
+    name, state = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2]
+    if state == "Z":
+        print(pid, name)
+"""
+
+
+def container_settings(env: Mapping[str, str]) -> dict[str, str]:
+    """What a caller set for the container: `env` where it differs from this shell's, without
+    the host-only settings (the image has its own Python and /opt/ml)."""
+    return {
+        key: value
+        for key, value in env.items()
+        if os.environ.get(key) != value and key not in HOST_ONLY_SETTINGS
+    }
+
+
+class DockerContainer(Container):
+    """`docker run IMAGE serve` as SageMaker runs it: the demo tree's model and channels
+    mounted read-only at /opt/ml, SIGTERM by `docker stop` with SageMaker's 30 s grace.
+
+    On the host network the front binds `port` (SAGEMAKER_BIND_TO_PORT); with
+    network="none" only loopback exists inside and callers probe through `exec()`.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        env: Mapping[str, str],
+        image: str,
+        docker: str,
+        opt_ml_root: Path,
+        port: int | None = None,
+        log_path: Path | None = None,
+        network: str = "host",
+        run_args: tuple[str, ...] = ("--shm-size", "1g"),
+        command: tuple[str, ...] = ("serve",),
+    ):
+        super().__init__(name, env, port, log_path)
+        self.image = image
+        self.docker = docker
+        self.opt_ml_root = opt_ml_root
+        self.network = network
+        self.run_args = run_args
+        self.command = command
+        self.container_name = f"{name}-{self.port}"
+        self.logs: subprocess.Popen | None = None
+        self.returncode: int | None = None
+
+    def mounts(self) -> list[str]:
+        """The model and each channel, read-only, where SageMaker mounts them."""
+        args = ["--volume", f"{self.opt_ml_root / 'model'}:/opt/ml/model:ro"]
+        channels = self.opt_ml_root / "additional-model-data-sources"
+        for channel in sorted(channels.iterdir()) if channels.is_dir() else []:
+            target = f"/opt/ml/additional-model-data-sources/{channel.name}"
+            args += ["--volume", f"{channel}:{target}:ro"]
+        return args
+
+    def run_argv(self) -> list[str]:
+        settings = container_settings(self.env)
+        if self.network == "host":
+            settings["SAGEMAKER_BIND_TO_PORT"] = str(self.port)
+        environment = [arg for key, value in settings.items() for arg in ("-e", f"{key}={value}")]
+        return [
+            self.docker, "run", "--detach", "--name", self.container_name,
+            "--network", self.network, *self.run_args, *self.mounts(), *environment,
+            self.image, *self.command,
+        ]  # fmt: skip
+
+    def start(self) -> Self:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.started_at = time.monotonic()
+        subprocess.run(self.run_argv(), check=True, capture_output=True)
+        with self.log_path.open("wb") as log:
+            self.logs = subprocess.Popen(
+                [self.docker, "logs", "--follow", self.container_name],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        return self
+
+    def inspect(self, template: str) -> str | None:
+        argv = [self.docker, "inspect", "--format", template, self.container_name]
+        result = subprocess.run(argv, capture_output=True, text=True)
+        return result.stdout.strip() if result.returncode == 0 else None
+
+    def exit_code(self) -> int | None:
+        if self.started_at is None:
+            raise RuntimeError(f"container {self.name} was not started; call start() first.")
+        if self.returncode is None:
+            state = self.inspect("{{.State.Running}} {{.State.ExitCode}}")
+            if state is not None and not state.startswith("true"):
+                self.returncode = int(state.split()[1])
+        return self.returncode
+
+    def exec(self, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        """Run `argv` inside the container (as `docker exec` does)."""
+        return subprocess.run(
+            [self.docker, "exec", self.container_name, *argv],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def kill_engine(self, sig: int = signal.SIGKILL) -> None:
+        killed = self.exec("python3", "-c", KILL_ENGINE_SCRIPT, str(int(sig)))
+        if killed.returncode != 0 or not killed.stdout.strip():
+            raise RuntimeError(f"no vLLM server to kill in {self.name}: {killed.stderr}")
+
+    def zombies(self) -> list[str]:
+        """Processes in the container that ended and were never reaped: `pid name` each."""
+        listed = self.exec("python3", "-c", ZOMBIES_SCRIPT)
+        return listed.stdout.split("\n")[:-1] if listed.returncode == 0 else [listed.stderr]
+
+    def stop(self, timeout: float = SAGEMAKER_STOP_GRACE_SECONDS) -> int | None:
+        """`docker stop`: SIGTERM, SIGKILL after `timeout`; the exit code. The container is
+        removed; its log stays in `log_path`."""
+        if self.started_at is None:
+            return None
+        if self.exit_code() is None:
+            subprocess.run(
+                [self.docker, "stop", "--time", str(int(timeout)), self.container_name],
+                capture_output=True,
+            )
+            self.exit_code()
+        if self.logs is not None:
+            try:
+                self.logs.wait(10)
+            except subprocess.TimeoutExpired:
+                self.logs.kill()
+        subprocess.run([self.docker, "rm", "--force", self.container_name], capture_output=True)
+        return self.returncode
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ is nothing to pass, and the build uses PyPI and PyTorch's index as a user's woul
 from __future__ import annotations
 
 import http.server
-import os
 import subprocess
 import sys
 import threading
@@ -84,7 +83,7 @@ def for_build(settings: dict[str, str], base_url: str) -> BuildSettings:
         if settings.get(key):
             lines.append(f"{key} = {settings[key]}")
     ca_bundle = None
-    cert = settings.get("cert") or os.environ.get("PIP_CERT")
+    cert = settings.get("cert")
     if cert and Path(cert).is_file():
         ca_bundle = Path(cert)
         lines.append(f"cert = {CA_SECRET_TARGET}")

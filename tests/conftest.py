@@ -3,8 +3,10 @@
 The demo tree is the trained pair when it is built (`make test` builds it), the random pair
 otherwise; the trained one is what makes acceptance observable.
 
-One container per configuration, started once per session, all configurations in
-parallel: a cold start costs about a minute and a half on two cores.
+One container per configuration the session's tests use, started once, all in parallel: a
+cold start costs about a minute and a half on two cores. `--backend host` (the default) runs
+each as a process group here; `--backend docker` runs the built image (`make image-test`),
+so the same test functions check both, and the image's own tests in tests/image run too.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from bench.container import (
     RANDOM_DEMO_ROOT,
     REPO_ROOT,
     TRAINED_DEMO_ROOT,
+    DockerContainer,
     HostContainer,
     default_opt_ml_root,
     host_environment,
 )
+from image_build.build import CPU_IMAGE
 
 ROOT = REPO_ROOT
 DEMO_ROOT = default_opt_ml_root()
@@ -38,13 +42,29 @@ PEAGLE_MAX_CONCURRENT = 8
 PEAGLE_CONFIG = {"method": "eagle3", "num_speculative_tokens": 3, "parallel_drafting": True}
 
 
-class Container(HostContainer):
-    """A shared test container (the harness's host backend), its log in build/test-logs, and
-    what /invocations answered while the model was loading."""
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backend",
+        choices=["host", "docker"],
+        default="host",
+        help="run the containers as processes here (host) or as the built image (docker)",
+    )
+    parser.addoption("--image", default=CPU_IMAGE, help="the image --backend docker runs")
 
-    def __init__(self, name: str, env: Mapping[str, str]):
-        super().__init__(name, env, log_path=LOG_DIR / f"{name}.log")
-        self.loading_invocation: tuple[int, dict] | None = None
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    # The image's own tests need the built image and an engine: `make image-test` runs them.
+    if collection_path.name == "image" and config.getoption("--backend") != "docker":
+        return True
+    return None
+
+
+class Probes:
+    """What the tests read off a shared container besides its answers: what /invocations
+    answered while the model was loading, and metrics."""
+
+    loading_invocation: tuple[int, dict] | None = None
+    url: str
 
     def on_startup_ping(self, http: httpx.Client, status: int) -> None:
         if status == 503 and self.loading_invocation is None:
@@ -59,6 +79,26 @@ class Container(HostContainer):
             if line.startswith(name + "{") or line.startswith(name + " "):
                 total += float(line.rsplit(" ", 1)[1])
         return total
+
+
+class Container(Probes, HostContainer):
+    """A shared test container on the host backend, its log in build/test-logs."""
+
+    def __init__(self, name: str, env: Mapping[str, str]):
+        super().__init__(name, env, log_path=LOG_DIR / f"{name}.log")
+
+
+class ImageContainer(Probes, DockerContainer):
+    """A shared test container on the docker backend: the image, the demo tree mounted."""
+
+    def __init__(self, name: str, env: Mapping[str, str], image: str):
+        from image_build.engine import ensure_engine
+
+        super().__init__(
+            name, env, image, ensure_engine(), DEMO_ROOT, log_path=LOG_DIR / f"image-{name}.log",
+            # Docker checks health every 2 s instead of the image's 30 s, so a test sees it.
+            run_args=("--shm-size", "1g", "--health-interval", "2s"),
+        )  # fmt: skip
 
 
 def demo_env(**overrides: str) -> dict[str, str]:
@@ -93,16 +133,31 @@ CONFIGURATIONS = {
 }
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Only the configurations some collected test asks for are started.
+    used = {name for item in items for name in getattr(item, "fixturenames", ())}
+    config.stash[USED_CONFIGURATIONS] = [name for name in CONFIGURATIONS if name in used]
+
+
+USED_CONFIGURATIONS = pytest.StashKey[list[str]]()
+
+
 @pytest.fixture(scope="session")
-def containers(demo_root: Path):
-    """Every shared configuration, started together and stopped at the end of the session."""
+def containers(demo_root: Path, request: pytest.FixtureRequest):
+    """The shared configurations the tests use, started together, stopped at the end."""
     # Timings are taken by this process: let it, like the fronts, win the CPU from the
     # (niced) engines, so a slow answer means a slow server and not a starved client.
     with contextlib.suppress(PermissionError):
         os.nice(-5)
-    started = {
-        name: Container(name, make_env()).start() for name, make_env in CONFIGURATIONS.items()
-    }
+    config = request.config
+    names = config.stash.get(USED_CONFIGURATIONS, list(CONFIGURATIONS))
+    if config.getoption("--backend") == "docker":
+        image = config.getoption("--image")
+        started = {
+            name: ImageContainer(name, CONFIGURATIONS[name](), image).start() for name in names
+        }
+    else:
+        started = {name: Container(name, CONFIGURATIONS[name]()).start() for name in names}
     try:
         for container in started.values():
             container.wait_ready()

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from serving.engine import Engine, build_argv
+from serving.engine import Engine, build_argv, engine_environment
 from serving.settings import load_settings
 
 SOCKET = Path("/run/engine.sock")
@@ -83,3 +83,21 @@ def test_the_logged_command_line_hides_secrets(tmp_path: Path, caplog):
     assert "starting engine" in caplog.text
     assert "sk-live-123" not in caplog.text and "hf_secret_456" not in caplog.text
     assert "--api-key ***" in caplog.text
+
+
+def test_local_models_run_offline_and_without_telemetry(tmp_path: Path):
+    drafter = tmp_path / "additional-model-data-sources" / "eagle"
+    drafter.mkdir(parents=True)
+    config = '{"method": "eagle3", "num_speculative_tokens": 3, "parallel_drafting": true}'
+    settings = settings_for(tmp_path, SM_VLLM_SPECULATIVE_CONFIG=config)
+    env = engine_environment(settings, {"PATH": "/usr/bin"})
+    assert env["HF_HUB_OFFLINE"] == env["TRANSFORMERS_OFFLINE"] == "1"
+    assert env["VLLM_NO_USAGE_STATS"] == "1"
+    assert env["PATH"] == "/usr/bin"
+
+
+def test_a_hub_model_may_reach_the_hub_and_the_users_choice_wins(tmp_path: Path):
+    settings = load_settings({"OPT_ML_ROOT": str(tmp_path / "empty"), "HF_MODEL_ID": "org/m"})
+    env = engine_environment(settings, {"VLLM_NO_USAGE_STATS": "0"})
+    assert "HF_HUB_OFFLINE" not in env
+    assert env["VLLM_NO_USAGE_STATS"] == "0"

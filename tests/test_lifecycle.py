@@ -128,8 +128,7 @@ def test_engine_death_fails_requests_fast_and_exits_non_zero(doomed):
     stream_thread.start()
     assert stream_started.wait(30), "the stream never started"
     assert plain_thread.is_alive(), "the non-streaming request ended before the kill"
-    engine = doomed.engine_process()
-    os.kill(engine.pid, signal.SIGKILL)
+    doomed.kill_engine(signal.SIGKILL)
     killed_at = time.monotonic()
     for thread in (plain_thread, stream_thread):
         thread.join(10)
@@ -151,7 +150,7 @@ def test_engine_death_fails_requests_fast_and_exits_non_zero(doomed):
     assert cut_closed_at - killed_at < 2.5, "the cut answer was only closed by the exit"
 
     assert httpx.get(f"{doomed.url}/ping", timeout=2).status_code == 503
-    code = doomed.process.wait(timeout=10)
+    code = doomed.wait_exit(timeout=10)
     assert code == exit_codes.ENGINE_DIED
     assert time.monotonic() - killed_at < 6
 

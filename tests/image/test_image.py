@@ -1,0 +1,195 @@
+"""The built image, run the way SageMaker runs it (`make image-test`, `--backend docker`):
+`docker run IMAGE serve`, the trained pair mounted read-only at /opt/ml, P-EAGLE on.
+
+The shared `peagle` container also runs tests/test_app.py, and `doomed` the engine-death
+test of tests/test_lifecycle.py: the same test functions as the host suite. What only an image
+has is checked here: PID 1, `docker stop`, the HEALTHCHECK, shared memory, the network.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import threading
+import time
+
+import httpx
+import pytest
+
+from bench.container import DockerContainer
+from serving import exit_codes
+from tests.conftest import DEMO_ROOT, LOG_DIR, PEAGLE_CONFIG, TRAINED, demo_env
+
+GREEDY_CHAT = {
+    "messages": [{"role": "user", "content": "def fibonacci(n):"}],
+    "max_tokens": 32,
+    "temperature": 0,
+}
+# Long enough to be in flight when `docker stop` lands, short enough for the 20 s drain.
+LONG_STREAM = {
+    "prompt": "def parse(text):",
+    "max_tokens": 300,
+    "ignore_eos": True,
+    "temperature": 0,
+    "stream": True,
+}
+# Probes from inside a container with no network: the image has Python, not curl.
+PING_SCRIPT = """
+import sys, urllib.request, urllib.error
+try:
+    print(urllib.request.urlopen("http://127.0.0.1:8080/ping", timeout=2).status)
+except urllib.error.HTTPError as error:
+    print(error.code)
+except OSError:
+    print(0)
+"""
+CHAT_SCRIPT = """
+import json, sys, urllib.request
+request = urllib.request.Request(
+    "http://127.0.0.1:8080/invocations", data=sys.argv[1].encode(),
+    headers={"Content-Type": "application/json"},
+)
+print(urllib.request.urlopen(request, timeout=60).read().decode())
+"""
+
+
+@pytest.fixture(scope="module")
+def image(request) -> str:
+    return request.config.getoption("--image")
+
+
+@pytest.fixture(scope="module")
+def docker(peagle) -> str:
+    return peagle.docker
+
+
+def run_image(docker: str, image: str, *args: str, timeout: float = 120):
+    return subprocess.run(
+        [docker, "run", "--rm", "--network", "none", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_p_eagle_drafts_are_accepted_in_the_image(client: httpx.Client, peagle):
+    assert TRAINED, "make image-test runs the trained pair (make trained-model)"
+    before = peagle.metric("vllm:spec_decode_num_accepted_tokens_total")
+    answer = client.post("/invocations", json=GREEDY_CHAT)
+    assert answer.status_code == 200, answer.text
+    deadline = time.monotonic() + 10
+    while peagle.metric("vllm:spec_decode_num_accepted_tokens_total") <= before:
+        assert time.monotonic() < deadline, "no draft token was accepted"
+        time.sleep(0.1)
+
+
+def test_healthcheck_reaches_healthy_on_the_bound_port(peagle):
+    # The shared container binds SAGEMAKER_BIND_TO_PORT (not 8080) on the host network; the
+    # image's HEALTHCHECK must follow it. Its interval is shortened for the test (run_args).
+    assert peagle.port != 8080
+    deadline = time.monotonic() + 60
+    while (status := peagle.inspect("{{.State.Health.Status}}")) != "healthy":
+        assert time.monotonic() < deadline, f"health is {status!r}"
+        time.sleep(1)
+
+
+def test_tini_is_pid_1_and_reaps_what_ends(peagle):
+    assert peagle.exec("cat", "/proc/1/comm").stdout.strip() == "tini"
+    assert peagle.zombies() == []
+
+
+def test_the_image_holds_the_front_only(docker, image):
+    found = run_image(
+        docker, image, "python3", "-c",
+        "import importlib.util as u; print([bool(u.find_spec(m)) for m in "
+        "('serving.server', 'bench', 'model_data_sources')])",
+    )  # fmt: skip
+    assert found.stdout.strip() == "[True, False, False]", found.stderr
+
+
+def test_other_commands_pass_through(docker, image):
+    ran = run_image(docker, image, "bash", "-c", "echo $((6 * 7))")
+    assert (ran.returncode, ran.stdout) == (0, "42\n")
+
+
+def test_check_with_a_broken_head_exits_2_in_seconds(docker, image, demo_root, tmp_path):
+    head = tmp_path / "eagle"
+    head.mkdir()
+    shutil.copy(demo_root / "additional-model-data-sources/eagle/config.json", head)
+    began = time.monotonic()
+    checked = run_image(
+        docker, image,
+        "--volume", f"{demo_root / 'model'}:/opt/ml/model:ro",
+        "--volume", f"{head}:/opt/ml/additional-model-data-sources/eagle:ro",
+        "--env", f"SM_VLLM_SPECULATIVE_CONFIG={json.dumps(PEAGLE_CONFIG)}",
+        image, "check",
+    )  # fmt: skip
+    assert checked.returncode == exit_codes.BAD_CONFIG, checked.stdout + checked.stderr
+    assert time.monotonic() - began < 30
+    output = checked.stdout + checked.stderr
+    assert "/opt/ml/additional-model-data-sources/eagle" in output
+    assert "safetensors" in output
+    assert "Traceback" not in output
+
+
+def test_too_little_shared_memory_stops_at_once_with_the_fix(docker, image, demo_root):
+    began = time.monotonic()
+    served = run_image(
+        docker, image, "--shm-size", "64m",
+        "--volume", f"{demo_root / 'model'}:/opt/ml/model:ro",
+        image, "serve",
+    )  # fmt: skip
+    output = served.stdout + served.stderr
+    assert served.returncode == exit_codes.BAD_CONFIG, output
+    assert time.monotonic() - began < 30
+    assert "/dev/shm has 6" in output and "--shm-size" in output
+    assert "starting engine" not in output
+
+
+def test_docker_stop_finishes_a_stream_and_exits_0(drain):
+    events: list[str] = []
+    first_event = threading.Event()
+    after_stop: list[str] = []
+    stopping = threading.Event()
+
+    def stream() -> None:
+        with httpx.stream("POST", f"{drain.url}/invocations", json=LONG_STREAM, timeout=60) as r:
+            for line in r.iter_lines():
+                if line.startswith("data: "):
+                    events.append(line)
+                    if stopping.is_set():
+                        after_stop.append(line)
+                    first_event.set()
+
+    reader = threading.Thread(target=stream)
+    reader.start()
+    assert first_event.wait(60), "the stream never started"
+    stopping.set()
+    began = time.monotonic()
+    code = drain.stop()  # docker stop: SIGTERM, SIGKILL 30 s later
+    stopped_after = time.monotonic() - began
+    reader.join(10)
+    assert after_stop, "the stream had ended before docker stop"
+    assert events[-1] == "data: [DONE]"
+    assert code == 0
+    assert stopped_after < 25, f"docker stop took {stopped_after:.1f} s"
+
+
+def test_it_starts_and_serves_with_no_network_at_all(image, docker):
+    env = demo_env(SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG))
+    isolated = DockerContainer(
+        "isolated", env, image, docker, DEMO_ROOT,
+        log_path=LOG_DIR / "image-isolated.log", network="none",
+    )  # fmt: skip
+    with isolated.start():
+        deadline = time.monotonic() + 600
+        while (status := isolated.exec("python3", "-c", PING_SCRIPT).stdout.strip()) != "200":
+            assert isolated.exit_code() is None, isolated.tail()
+            assert time.monotonic() < deadline, f"/ping still {status}: {isolated.tail()}"
+            time.sleep(1)
+        answer = isolated.exec("python3", "-c", CHAT_SCRIPT, json.dumps(GREEDY_CHAT))
+        assert answer.returncode == 0, answer.stderr
+        assert json.loads(answer.stdout)["choices"][0]["message"]["content"]
+        assert isolated.exec("cat", "/sys/class/net/lo/operstate").returncode == 0
+        assert isolated.exec("ls", "/sys/class/net").stdout.split() == ["lo"]
