@@ -212,15 +212,7 @@ class HostContainer(Container):
     """`entrypoint.sh serve` on this machine, as SageMaker would run it in the image: a process
     group of its own (the front, and vLLM under it), output to `log_path`."""
 
-    def __init__(
-        self,
-        name: str,
-        env: Mapping[str, str],
-        port: int | None = None,
-        log_path: Path | None = None,
-    ):
-        super().__init__(name, env, port, log_path)
-        self.process: subprocess.Popen | None = None
+    process: subprocess.Popen | None = None  # set by start()
 
     def command(self) -> list[str]:
         return [str(ENTRYPOINT), "serve"]

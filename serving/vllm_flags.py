@@ -14,6 +14,8 @@ RESERVED_FLAGS = {
     "host": "the engine listens on a private socket only, behind the front",
     "port": "the engine's transport is internal; set SAGEMAKER_BIND_TO_PORT for the front's port",
     "uds": "the front owns the engine's transport",
+    "headless": "the front needs vLLM's HTTP API server, which headless mode does not start",
+    "grpc": "the front speaks HTTP to the engine; a gRPC server in its place never answers it",
     **{
         flag: "the front talks plain HTTP to the engine over its private socket; terminate TLS "
         "in front of the container"
