@@ -17,9 +17,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench.commands import coldstart, crosscheck, load, overhead, run, sweep
+from bench.commands import coldstart, crosscheck, image, load, overhead, run, sweep
 
-COMMANDS = (run, sweep, overhead, crosscheck, load, coldstart)
+COMMANDS = (run, sweep, overhead, crosscheck, load, coldstart, image)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any, Self
 
 import httpx
 
+from serving import paths
+
 if TYPE_CHECKING:
     import psutil
 
@@ -263,7 +265,7 @@ class HostContainer(Container):
 
 # SageMaker's (and `docker stop`'s) time between SIGTERM and SIGKILL.
 SAGEMAKER_STOP_GRACE_SECONDS = 30
-CONTAINER_PORT = 8080
+CONTAINER_OPT_ML = str(paths.DEFAULT_OPT_ML_ROOT)
 # What a host run needs and a container has built in.
 HOST_ONLY_SETTINGS = ("PYTHON", "OPT_ML_ROOT")
 
@@ -342,15 +344,19 @@ class DockerContainer(Container):
 
     def mounts(self) -> list[str]:
         """The model and each channel, read-only, where SageMaker mounts them."""
-        args = ["--volume", f"{self.opt_ml_root / 'model'}:/opt/ml/model:ro"]
+        args = ["--volume", f"{self.opt_ml_root / 'model'}:{CONTAINER_OPT_ML}/model:ro"]
         channels = self.opt_ml_root / "additional-model-data-sources"
         for channel in sorted(channels.iterdir()) if channels.is_dir() else []:
-            target = f"/opt/ml/additional-model-data-sources/{channel.name}"
+            target = f"{CONTAINER_OPT_ML}/additional-model-data-sources/{channel.name}"
             args += ["--volume", f"{channel}:{target}:ro"]
         return args
 
     def run_argv(self) -> list[str]:
-        settings = container_settings(self.env)
+        # Paths into the demo tree name the same files at /opt/ml inside.
+        settings = {
+            key: value.replace(str(self.opt_ml_root), CONTAINER_OPT_ML)
+            for key, value in container_settings(self.env).items()
+        }
         if self.network == "host":
             settings["SAGEMAKER_BIND_TO_PORT"] = str(self.port)
         environment = [arg for key, value in settings.items() for arg in ("-e", f"{key}={value}")]

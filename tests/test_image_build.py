@@ -73,3 +73,25 @@ def test_a_container_gets_what_the_caller_set_not_the_runners_shell(monkeypatch)
     monkeypatch.setenv("HOME", "/root")
     env = {"HOME": "/root", "PYTHON": "/venv/python", "OPT_ML_ROOT": "/demo", "SM_X": "1"}
     assert container_settings(env) == {"SM_X": "1"}
+
+
+def test_the_image_sees_the_demo_tree_at_opt_ml_read_only(tmp_path: Path):
+    from bench.container import DockerContainer
+
+    (tmp_path / "model").mkdir()
+    for channel in ("eagle", "eagle3"):
+        (tmp_path / "additional-model-data-sources" / channel).mkdir(parents=True)
+    config = f'{{"model": "{tmp_path}/additional-model-data-sources/eagle"}}'
+    container = DockerContainer(
+        "demo", {"SM_VLLM_SPECULATIVE_CONFIG": config}, "image:tag", "docker", tmp_path, port=9
+    )
+    argv = container.run_argv()
+    assert f"{tmp_path}/model:/opt/ml/model:ro" in argv
+    eagle3 = f"{tmp_path}/additional-model-data-sources/eagle3"
+    assert f"{eagle3}:/opt/ml/additional-model-data-sources/eagle3:ro" in argv
+    assert (
+        'SM_VLLM_SPECULATIVE_CONFIG={"model": "/opt/ml/additional-model-data-sources/eagle"}'
+        in argv
+    )
+    assert "SAGEMAKER_BIND_TO_PORT=9" in argv
+    assert argv[-2:] == ["image:tag", "serve"]

@@ -1,0 +1,40 @@
+"""`image`: the built image against the host process (start-up, docker stop, engine kill)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from bench import report
+from bench.commands.common import add_local_args, add_out_dir, drafter_of
+from bench.container import parse_configuration
+
+HELP = "the image against the host process: first /ping 200, docker stop, engine kill"
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser("image", help=HELP, description=HELP)
+    parser.set_defaults(handler=command)
+    add_out_dir(parser)
+    parser.add_argument("--config", default="peagle:3", help="none, eagle3:K or peagle:K")
+    parser.add_argument("--image", default="sagemaker-vllm-peagle:cpu", help="the built image")
+    add_local_args(parser.add_argument_group("local containers"))
+
+
+def command(args: argparse.Namespace) -> int:
+    from bench.image import measure
+    from image_build.engine import ensure_engine
+
+    configuration = parse_configuration(args.config, drafter_of(args))
+    result = measure(
+        configuration, args.opt_ml_root.absolute(), args.image, ensure_engine(), args.out_dir
+    )
+    report.write_json(args.out_dir / "image.json", result)
+    print(
+        f"first /ping 200 ({result['configuration']}): host {result['host_ready_s']} s, "
+        f"image {' and '.join(f'{s} s' for s in result['image_ready_s'])}; "
+        f"docker stop to exit {result['docker_stop_to_exit_s']} s "
+        f"(code {result['docker_stop_exit_code']}); engine kill to exit "
+        f"{result['engine_kill_to_exit_s']} s (code {result['engine_kill_exit_code']})"
+    )
+    return 0
