@@ -30,6 +30,19 @@ RESERVED_FLAGS = {
     },
 }
 
+
+def flag_value(engine_flags: tuple[str, ...], *names: str) -> str | None:
+    """The value the last of `names` (e.g. "--tensor-parallel-size", "-tp") has among the
+    engine flags, as `--flag value` or `--flag=value`; argparse keeps the last. None if unset."""
+    value = None
+    for position, flag in enumerate(engine_flags):
+        name, equals, inline = flag.partition("=")
+        if name in names:
+            following = engine_flags[position + 1 : position + 2]
+            value = inline if equals else (following[0] if following else "")
+    return value
+
+
 # Shortcut flags for the speculative config: vLLM rejects them when --speculative-config
 # sets the same key, and the preflight refuses any mix (one source of truth).
 SPECULATIVE_SHORTCUT_FLAGS = ("spec-method", "spec-model", "spec-tokens")

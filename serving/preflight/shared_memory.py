@@ -17,6 +17,7 @@ from pathlib import Path
 
 from serving.preflight.cpu_build import is_cpu_build
 from serving.settings import Settings
+from serving.vllm_flags import flag_value
 
 MIB = 2**20
 SHM_PATH = Path("/dev/shm")
@@ -25,25 +26,18 @@ RESPONSE_CHUNK_MIB = 24
 DEFAULT_BROADCAST_CHUNK_MIB = 16
 # Queue metadata and vLLM's small segments (locks, the executor's handles).
 HEADROOM_MIB = 16
-PARALLEL_FLAGS = {
-    "--tensor-parallel-size": "tensor",
-    "-tp": "tensor",
-    "--pipeline-parallel-size": "pipeline",
-    "-pp": "pipeline",
-}
 
 
 def worker_count(settings: Settings) -> int:
     """Tensor x pipeline parallel size, from vLLM's flags or SM_NUM_GPUS."""
-    sizes = {"tensor": settings.tensor_parallel_size or 1, "pipeline": 1}
-    flags = settings.engine_flags
-    for index, flag in enumerate(flags):
-        name, _, inline = flag.partition("=")
-        if name in PARALLEL_FLAGS:
-            value = inline or (flags[index + 1] if index + 1 < len(flags) else "")
-            if value.isdigit() and int(value) > 0:
-                sizes[PARALLEL_FLAGS[name]] = int(value)
-    return sizes["tensor"] * sizes["pipeline"]
+    sizes = []
+    for names, default in (
+        (("--tensor-parallel-size", "-tp"), settings.tensor_parallel_size or 1),
+        (("--pipeline-parallel-size", "-pp"), 1),
+    ):
+        value = flag_value(settings.engine_flags, *names) or ""
+        sizes.append(int(value) if value.isdigit() and int(value) > 0 else default)
+    return sizes[0] * sizes[1]
 
 
 def required_mib(environ: Mapping[str, str]) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 from serving.preflight.files import CONFIG_FILE, UnreadableFile, read_json_object
 from serving.preflight.vllm_facts import AUX_HIDDEN_STATE_METHODS, EAGLE3_TARGET_ARCHITECTURES
 from serving.settings import SPECULATIVE_CONFIG_VAR, Settings
+from serving.vllm_flags import flag_value
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,8 @@ def check_target_architecture(
     if method not in AUX_HIDDEN_STATE_METHODS:
         return
     # The Transformers backend implements EAGLE-3 for any model it can run.
-    if "--model-impl" in engine_flags:
-        position = engine_flags.index("--model-impl")
-        if engine_flags[position + 1 : position + 2] == ("transformers",):
-            return
+    if flag_value(engine_flags, "--model-impl") == "transformers":
+        return
     if not target.architectures:
         errors.append(
             f"target {target.config_path}: no architectures list, so vLLM cannot tell which "
