@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.acceptance import metric_sum
 from bench.container import (
     RANDOM_DEMO_ROOT,
     REPO_ROOT,
@@ -73,12 +74,7 @@ class Probes:
 
     def metric(self, name: str, client: httpx.Client | None = None) -> float:
         """Sum of a metric's samples on the front's /metrics."""
-        text = (client or httpx).get(f"{self.url}/metrics").text
-        total = 0.0
-        for line in text.splitlines():
-            if line.startswith(name + "{") or line.startswith(name + " "):
-                total += float(line.rsplit(" ", 1)[1])
-        return total
+        return metric_sum((client or httpx).get(f"{self.url}/metrics").text, name)
 
 
 class Container(Probes, HostContainer):

@@ -6,18 +6,14 @@ import argparse
 from typing import Any
 
 from bench import report
-from bench.commands.common import add_local_args, add_out_dir, drafter_of
+from bench.commands.common import add_local_command, drafter_of
 from bench.container import parse_configuration
 
 HELP = "time to the first /ping 200: front and bare vLLM, side by side"
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser("coldstart", help=HELP, description=HELP)
-    parser.set_defaults(handler=command)
-    add_out_dir(parser)
-    parser.add_argument("--config", default="peagle:3", help="none, eagle3:K or peagle:K")
-    add_local_args(parser.add_argument_group("local containers"))
+    add_local_command(commands, "coldstart", command, HELP)
 
 
 def command(args: argparse.Namespace) -> int:

@@ -102,6 +102,18 @@ def add_target_args(parser: argparse.ArgumentParser, sagemaker: bool = False) ->
     )
 
 
+def add_local_command(
+    commands: Any, name: str, handler: Handler, help_text: str
+) -> argparse.ArgumentParser:
+    """A subcommand that starts local containers of one configuration (--config)."""
+    parser = commands.add_parser(name, help=help_text, description=help_text)
+    parser.set_defaults(handler=handler)
+    add_out_dir(parser)
+    parser.add_argument("--config", default="peagle:3", help="none, eagle3:K or peagle:K")
+    add_local_args(parser.add_argument_group("local containers"))
+    return parser
+
+
 def add_local_args(group: Any) -> None:
     group.add_argument(
         "--opt-ml-root",

@@ -6,19 +6,16 @@ import argparse
 from typing import Any
 
 from bench import report
-from bench.commands.common import add_local_args, add_out_dir, drafter_of
+from bench.commands.common import add_local_command, drafter_of
 from bench.container import parse_configuration
+from image_build.build import CPU_IMAGE
 
 HELP = "the image against the host process: first /ping 200, docker stop, engine kill"
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser("image", help=HELP, description=HELP)
-    parser.set_defaults(handler=command)
-    add_out_dir(parser)
-    parser.add_argument("--config", default="peagle:3", help="none, eagle3:K or peagle:K")
-    parser.add_argument("--image", default="sagemaker-vllm-peagle:cpu", help="the built image")
-    add_local_args(parser.add_argument_group("local containers"))
+    parser = add_local_command(commands, "image", command, HELP)
+    parser.add_argument("--image", default=CPU_IMAGE, help="the built image")
 
 
 def command(args: argparse.Namespace) -> int:
