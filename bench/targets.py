@@ -74,7 +74,13 @@ class SageMakerTarget:
 
     metrics_url = None  # SageMaker does not expose the container's /metrics
 
-    def __init__(self, endpoint_name: str, region: str | None = None, max_connections: int = 256):
+    def __init__(
+        self,
+        endpoint_name: str,
+        region: str | None = None,
+        max_connections: int = 256,
+        endpoint_url: str | None = None,
+    ):
         import boto3
         from botocore.config import Config
 
@@ -83,6 +89,7 @@ class SageMakerTarget:
         self.runtime = boto3.client(
             "sagemaker-runtime",
             region_name=region,
+            endpoint_url=endpoint_url,
             config=Config(
                 max_pool_connections=max_connections,
                 read_timeout=int(READ_TIMEOUT_SECONDS),
@@ -129,10 +136,14 @@ class SageMakerTarget:
 
 
 def make_target(
-    url: str | None, endpoint_name: str | None, region: str | None, max_connections: int
+    url: str | None,
+    endpoint_name: str | None,
+    region: str | None,
+    max_connections: int,
+    endpoint_url: str | None = None,
 ) -> Target:
     if endpoint_name:
-        return SageMakerTarget(endpoint_name, region, max_connections)
+        return SageMakerTarget(endpoint_name, region, max_connections, endpoint_url)
     if not url:
         raise SystemExit("give a target: --url http://HOST:PORT or --endpoint-name NAME.")
     return UrlTarget(url, max_connections)

@@ -89,6 +89,11 @@ def add_target_args(parser: argparse.ArgumentParser, sagemaker: bool = False) ->
     if sagemaker:
         group.add_argument("--endpoint-name", help="a SageMaker endpoint instead of --url")
         group.add_argument("--region", help="AWS region of the endpoint")
+        group.add_argument(
+            "--endpoint-url",
+            help="SageMaker Runtime's URL, e.g. http://127.0.0.1:8081 for the local runtime "
+            "(make local-runtime); default: AWS's for the region",
+        )
     add_local_args(group)
     group.add_argument(
         "--start",

@@ -28,6 +28,14 @@ def add_parser(commands: Any) -> None:
         help="post chat payloads of this many MiB (one long message, max_tokens 1) instead,"
         " with /ping every 20 ms; e.g. --body-mb 5 --clients 32",
     )
+    parser.add_argument(
+        "--client-nice",
+        type=int,
+        default=10,
+        help="with --body-mb: run the clients at this niceness once the /ping prober and any "
+        "--start container run, as clients on other machines would not share the server's CPU "
+        "(default 10, the engine's; 0 to compete with the server)",
+    )
 
 
 def command(args: argparse.Namespace) -> int:
@@ -48,7 +56,9 @@ def command(args: argparse.Namespace) -> int:
         )
         began = time.monotonic()
         if args.body_mb:
-            result = asyncio.run(run_body_load(url, args.clients, args.duration, args.body_mb))
+            result = asyncio.run(
+                run_body_load(url, args.clients, args.duration, args.body_mb, args.client_nice)
+            )
         else:
             result = asyncio.run(
                 run_load(

@@ -39,7 +39,13 @@ def command(args: argparse.Namespace) -> int:
     with serving_target(args) as (url, _):
 
         async def sweep() -> list[dict[str, Any]]:
-            target = make_target(url, args.endpoint_name, args.region, max(args.concurrency) + 8)
+            target = make_target(
+                url,
+                args.endpoint_name,
+                args.region,
+                max(args.concurrency) + 8,
+                endpoint_url=args.endpoint_url,
+            )
             try:
                 return await run_sweep(target, payloads, args.concurrency)
             finally:
