@@ -253,10 +253,14 @@ class HostContainer(Container):
             return self.process.wait()
 
     def engine_process(self) -> psutil.Process:
-        """The vLLM server: the front's only child process."""
+        """The vLLM server: the front's child running vLLM (its other child parses bodies)."""
         import psutil
 
-        (child,) = psutil.Process(self.process.pid).children()
+        (child,) = [
+            child
+            for child in psutil.Process(self.process.pid).children()
+            if "vllm" in " ".join(child.cmdline())
+        ]
         return child
 
     def kill_engine(self, sig: int = signal.SIGKILL) -> None:
@@ -283,7 +287,8 @@ pids = [pid for pid in os.listdir("/proc") if pid.isdigit()]
 fronts = {pid for pid in pids if b"-m\\0serving\\0serve" in read(pid, "cmdline")}
 for pid in pids:
     stat = read(pid, "stat")
-    if stat and stat[stat.rindex(b")") + 2 :].split()[1].decode() in fronts:
+    if stat and stat[stat.rindex(b")") + 2 :].split()[1].decode() in fronts \
+            and b"vllm" in read(pid, "cmdline"):
         os.kill(int(pid), int(sys.argv[1]))
         print(pid)
 """

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
@@ -20,13 +18,12 @@ from serving.headers import has_forbidden_bytes, to_engine
 from serving.lifecycle import Lifecycle
 from serving.logs import printable
 from serving.metrics import FrontMetrics
+from serving.payload_parser import PayloadParser
 from serving.relay import Relay
 from serving.settings import Settings
 
 log = logging.getLogger("serving.app")
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
-# Bodies above this are parsed off the event loop, so a 5 MB payload cannot stall /ping.
-INLINE_PARSE_BYTES = 64 * 1024
 ENGINE_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"]
 NO_ROUTE = (
     "no such route; the container serves GET /ping, POST /invocations, GET /metrics "
@@ -61,18 +58,18 @@ def refused(error: RequestRefused) -> Response:
 
 def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAPI:
     metrics = FrontMetrics()
-    # One thread: parses run one at a time, so the loop waits on at most one for the GIL.
-    parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="payload-parser")
+    parser = PayloadParser(settings.served_model_name)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         lifecycle.start(relay.client)
+        parser.start()
         try:
             yield
         finally:
             await lifecycle.stop()
             await relay.aclose()
-            parser.shutdown(wait=False, cancel_futures=True)
+            parser.stop()
 
     app = FastAPI(
         title="vLLM P-EAGLE SageMaker front",
@@ -99,13 +96,7 @@ def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAP
             body = await read_body(
                 request, settings.max_payload_bytes, settings.body_timeout_seconds
             )
-            if len(body) > INLINE_PARSE_BYTES:
-                loop = asyncio.get_running_loop()
-                content = await loop.run_in_executor(
-                    parser, invocations.prepare, body, settings.served_model_name
-                )
-            else:
-                content = invocations.prepare(body, settings.served_model_name)
+            content = await parser.prepare(body)
         except RequestRefused as error:
             return refused(error)
         if settings.log_bodies:

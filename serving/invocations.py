@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from serving.errors import RequestRefused
@@ -50,28 +51,46 @@ def check_kind(payload: dict[str, Any]) -> None:
         )
 
 
-def with_model(body: bytes, payload: dict[str, Any], served_model_name: str) -> bytes:
-    """The body as the engine gets it: `model` filled in when the client left it out.
+@dataclass(frozen=True)
+class Edit:
+    """What a checked body needs before the engine gets it: a refusal, `model` spliced in, a
+    whole new body, or nothing. Small, so a parse in another process returns cheaply."""
 
-    An absent key is spliced in after the opening brace, so a 5 MB prompt is never
-    re-serialised; only an explicit null or empty model costs a re-encode.
-    """
+    refusal: tuple[int, str] | None = None
+    splice_model: bool = False
+    replacement: bytes | None = None
+
+
+def plan(body: bytes, served_model_name: str) -> Edit:
+    """Parse and check the body; never raises, so it can run in a worker process."""
+    try:
+        payload = parse_json_object(body)
+        check_kind(payload)
+    except RequestRefused as refused:
+        return Edit(refusal=(refused.status, refused.message))
     if "requestType" in payload or payload.get("model"):
-        return body
+        return Edit()
     if "model" in payload or json.detect_encoding(body) != "utf-8":
-        return json.dumps({**payload, "model": served_model_name}, ensure_ascii=False).encode()
+        # An explicit null or empty model (or a UTF-16/32 body): only a re-encode fixes it.
+        replaced = json.dumps({**payload, "model": served_model_name}, ensure_ascii=False)
+        return Edit(replacement=replaced.encode())
+    return Edit(splice_model=True)
+
+
+def apply(body: bytes, edit: Edit, served_model_name: str) -> bytes:
+    """The body as the engine gets it. An absent `model` is spliced in after the opening
+    brace, so a 5 MB prompt is never re-serialised."""
+    if edit.refusal is not None:
+        raise RequestRefused(*edit.refusal)
+    if edit.replacement is not None:
+        return edit.replacement
+    if not edit.splice_model:
+        return body
     opening = body.index(b"{") + 1
-    return (
-        body[:opening]
-        + b'"model": '
-        + json.dumps(served_model_name).encode()
-        + b","
-        + body[opening:]
-    )
+    name = json.dumps(served_model_name).encode()
+    return b"".join((body[:opening], b'"model": ', name, b",", body[opening:]))
 
 
 def prepare(body: bytes, served_model_name: str) -> bytes:
     """Check an /invocations body and return what the engine's /invocations gets."""
-    payload = parse_json_object(body)
-    check_kind(payload)
-    return with_model(body, payload, served_model_name)
+    return apply(body, plan(body, served_model_name), served_model_name)

@@ -20,12 +20,16 @@ from serving.preflight.cpu_build import check_cpu_preload
 from serving.preflight.drafter import load_head, local_drafter_dir, read_head_config
 from serving.preflight.heads import check_head, check_not_an_eagle3_head
 from serving.preflight.shared_memory import check_shared_memory
-from serving.preflight.speculative_config import check_speculative_config, shortcut_flags
+from serving.preflight.speculative_config import (
+    Speculation,
+    check_speculative_config,
+    shortcut_flags,
+)
 from serving.preflight.target import check_target_architecture, load_target
 from serving.preflight.vllm_facts import MODEL_FREE_METHODS, SPECULATIVE_METHODS
 from serving.settings import SPECULATIVE_CONFIG_VAR, Settings
 
-__all__ = ["Report", "check"]
+__all__ = ["Report", "check", "check_speculation"]
 
 
 @dataclass
@@ -38,6 +42,29 @@ class Report:
     @property
     def ok(self) -> bool:
         return not self.errors
+
+
+def check_speculation(
+    settings: Settings, config: dict, errors: list[str], warnings: list[str]
+) -> Speculation:
+    """The speculative config, the target and the drafter against each other: the part of
+    the checks that describes the model pair, not the machine (the deploy command runs it on
+    a laptop's copies before upload)."""
+    speculation = check_speculative_config(config, errors)
+    target = load_target(settings, errors, warnings)
+    if target is not None:
+        check_target_architecture(target, speculation.method, settings.engine_flags, errors)
+    head_dir = local_drafter_dir(speculation, settings, errors, warnings)
+    if head_dir is not None and speculation.method == "eagle3":
+        head, tensors = load_head(head_dir, errors)
+        if head is not None:
+            check_head(head, tensors, target, speculation, errors, warnings)
+    elif head_dir is not None and speculation.method in SPECULATIVE_METHODS:
+        # Other methods' drafters are vLLM's to check, so problems reading one as an EAGLE
+        # head are dropped; only an EAGLE-3 head is surely wrong for them.
+        head = read_head_config(head_dir, errors=[])
+        check_not_an_eagle3_head(head, speculation.method, errors)
+    return speculation
 
 
 def check(settings: Settings, environ: Mapping[str, str] | None = None) -> Report:
@@ -64,20 +91,7 @@ def check(settings: Settings, environ: Mapping[str, str] | None = None) -> Repor
             f"its flag next to --speculative-config. Remove {variable} and put the setting "
             f"in {SPECULATIVE_CONFIG_VAR}."
         )
-    speculation = check_speculative_config(config, errors)
-    target = load_target(settings, errors, warnings)
-    if target is not None:
-        check_target_architecture(target, speculation.method, settings.engine_flags, errors)
-    head_dir = local_drafter_dir(speculation, settings, errors, warnings)
-    if head_dir is not None and speculation.method == "eagle3":
-        head, tensors = load_head(head_dir, errors)
-        if head is not None:
-            check_head(head, tensors, target, speculation, errors, warnings)
-    elif head_dir is not None and speculation.method in SPECULATIVE_METHODS:
-        # Other methods' drafters are vLLM's to check, so problems reading one as an EAGLE
-        # head are dropped; only an EAGLE-3 head is surely wrong for them.
-        head = read_head_config(head_dir, errors=[])
-        check_not_an_eagle3_head(head, speculation.method, errors)
+    speculation = check_speculation(settings, config, errors, warnings)
     if speculation.method not in MODEL_FREE_METHODS:
         check_cpu_preload(env, warnings)
     report.summary = speculation.summary()

@@ -1,0 +1,59 @@
+"""One deployment, decided: everything the requests are built from, already checked."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from deploy import names
+from deploy.s3 import S3Prefix
+from deploy.sizing import Sizing
+
+Metric = Literal["concurrency", "invocations"]
+DEFAULT_INSTANCE_TYPE = "ml.g7e.2xlarge"
+DEFAULT_NUM_SPECULATIVE_TOKENS = 7
+
+
+@dataclass(frozen=True)
+class Component:
+    """The model as an inference component on the endpoint, instead of the variant's model."""
+
+    name: str
+    accelerators: int
+    memory_mb: int
+    copies: int
+
+
+@dataclass(frozen=True)
+class Autoscaling:
+    min_capacity: int
+    max_capacity: int
+    target_value: float
+    metric: Metric
+
+
+@dataclass(frozen=True)
+class Plan:
+    endpoint_name: str
+    version: str  # UTC timestamp: names this run's model and endpoint config
+    image_uri: str
+    role_arn: str
+    target: S3Prefix
+    head: S3Prefix
+    num_speculative_tokens: int
+    instance_type: str
+    sizing: Sizing
+    instance_count: int = 1
+    extra_environment: Mapping[str, str] = field(default_factory=dict)
+    inference_ami_version: str | None = None
+    component: Component | None = None
+    autoscaling: Autoscaling | None = None
+
+    @property
+    def model_name(self) -> str:
+        return names.versioned_name(self.endpoint_name, self.version)
+
+    @property
+    def endpoint_config_name(self) -> str:
+        return names.versioned_name(self.endpoint_name, self.version)

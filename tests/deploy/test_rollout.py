@@ -1,0 +1,450 @@
+"""The deploy command end to end against botocore Stubbers: every request with its exact
+parameters, in order, for a new endpoint, an update, and the inference-component path."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from deploy_support import (
+    HEAD_URI,
+    IMAGE,
+    REGION,
+    ROLE,
+    SPEC,
+    TARGET_URI,
+    FakeClock,
+    Stubbed,
+    client_error,
+    deploy_argv,
+    run_cli,
+)
+
+ENDPOINT = "qwen-peagle"
+VERSIONED = "qwen-peagle-20250601120000"
+ACCOUNT_ARN = "arn:aws:sagemaker:us-west-2:123456789012"
+WHEN = datetime(2025, 6, 1, 12, 0, 0)
+NOT_FOUND = client_error("ValidationException", 'Could not find endpoint "qwen-peagle".')
+VARIANT_RESOURCE = "endpoint/qwen-peagle/variant/AllTraffic"
+
+
+def endpoint(status: str, config: str = VERSIONED, **extra) -> dict:
+    return {
+        "EndpointName": ENDPOINT,
+        "EndpointArn": f"{ACCOUNT_ARN}:endpoint/{ENDPOINT}",
+        "EndpointConfigName": config,
+        "EndpointStatus": status,
+        "CreationTime": WHEN,
+        "LastModifiedTime": WHEN,
+        **extra,
+    }
+
+
+def component(status: str, **extra) -> dict:
+    return {
+        "InferenceComponentName": "qwen-peagle-ic",
+        "InferenceComponentArn": f"{ACCOUNT_ARN}:inference-component/qwen-peagle-ic",
+        "EndpointName": ENDPOINT,
+        "EndpointArn": f"{ACCOUNT_ARN}:endpoint/{ENDPOINT}",
+        "InferenceComponentStatus": status,
+        "CreationTime": WHEN,
+        "LastModifiedTime": WHEN,
+        **extra,
+    }
+
+
+def data_source(uri: str) -> dict:
+    return {"S3Uri": uri, "S3DataType": "S3Prefix", "CompressionType": "None"}
+
+
+CREATE_MODEL = {
+    "ModelName": VERSIONED,
+    "PrimaryContainer": {
+        "Image": IMAGE,
+        "ModelDataSource": {"S3DataSource": data_source(TARGET_URI)},
+        "AdditionalModelDataSources": [
+            {"ChannelName": "eagle", "S3DataSource": data_source(HEAD_URI)}
+        ],
+        "Environment": {"SM_VLLM_SPECULATIVE_CONFIG": SPEC, "SM_VLLM_MAX_MODEL_LEN": "32768"},
+    },
+    "ExecutionRoleArn": ROLE,
+}
+PLAIN_CONFIG = {
+    "EndpointConfigName": VERSIONED,
+    "ProductionVariants": [
+        {
+            "VariantName": "AllTraffic",
+            "InstanceType": "ml.g7e.2xlarge",
+            "InitialInstanceCount": 1,
+            "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
+            "ModelName": VERSIONED,
+            # 31 GB: 600 + 31e9 / 100 MB/s and 300 + 31e9 / 50 MB/s
+            "ContainerStartupHealthCheckTimeoutInSeconds": 910,
+            "ModelDataDownloadTimeoutInSeconds": 920,
+            "InferenceAmiVersion": "al2-ami-sagemaker-inference-gpu-3-1",
+        }
+    ],
+}
+ARGS = (
+    "--model-gb", "31",
+    "--env", "SM_VLLM_MAX_MODEL_LEN=32768",
+    "--inference-ami-version", "al2-ami-sagemaker-inference-gpu-3-1",
+)  # fmt: skip
+
+
+def expect_plain_creation(stubbed: Stubbed) -> None:
+    sagemaker = stubbed.sagemaker
+    sagemaker.add_response("create_model", {"ModelArn": f"{ACCOUNT_ARN}:model/x"}, CREATE_MODEL)
+    sagemaker.add_response(
+        "create_endpoint_config", {"EndpointConfigArn": f"{ACCOUNT_ARN}:ec/x"}, PLAIN_CONFIG
+    )
+
+
+def test_new_endpoint(fixed_version) -> None:
+    stubbed = Stubbed()
+    sagemaker = stubbed.sagemaker
+    sagemaker.add_client_error(
+        "describe_endpoint", **NOT_FOUND, expected_params={"EndpointName": ENDPOINT}
+    )
+    expect_plain_creation(stubbed)
+    sagemaker.add_response(
+        "create_endpoint",
+        {"EndpointArn": f"{ACCOUNT_ARN}:endpoint/{ENDPOINT}"},
+        {"EndpointName": ENDPOINT, "EndpointConfigName": VERSIONED},
+    )
+    for status in ("Creating", "Creating", "InService"):
+        sagemaker.add_response("describe_endpoint", endpoint(status), {"EndpointName": ENDPOINT})
+
+    code, out, err = run_cli(deploy_argv(*ARGS), connect=stubbed.connect)
+
+    assert code == 0, err
+    stubbed.assert_done()
+    assert "[0:00] endpoint qwen-peagle: Creating" in out
+    assert "[1:00] endpoint qwen-peagle: InService" in out
+    assert out.count("Creating\n") == 1  # a change is printed once, not on every poll
+
+
+def test_existing_endpoint_is_rolled_with_update(fixed_version) -> None:
+    stubbed = Stubbed()
+    sagemaker, autoscaling = stubbed.sagemaker, stubbed.autoscaling
+    sagemaker.add_response(
+        "describe_endpoint",
+        endpoint("InService", "qwen-peagle-20250101000000"),
+        {"EndpointName": ENDPOINT},
+    )
+    autoscaling.add_response(
+        "describe_scalable_targets",
+        {
+            "ScalableTargets": [
+                {
+                    "ServiceNamespace": "sagemaker",
+                    "ResourceId": VARIANT_RESOURCE,
+                    "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
+                    "MinCapacity": 1,
+                    "MaxCapacity": 2,
+                    "RoleARN": "arn:aws:iam::123456789012:role/aws-service-role/x",
+                    "CreationTime": WHEN,
+                }
+            ]
+        },
+        {"ServiceNamespace": "sagemaker", "ResourceIds": [VARIANT_RESOURCE]},
+    )
+    expect_plain_creation(stubbed)
+    # UpdateEndpoint refuses a variant under autoscaling: deregistered first, then put back.
+    target = {
+        "ServiceNamespace": "sagemaker",
+        "ResourceId": VARIANT_RESOURCE,
+        "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
+    }
+    autoscaling.add_response("deregister_scalable_target", {}, target)
+    sagemaker.add_response(
+        "update_endpoint",
+        {"EndpointArn": f"{ACCOUNT_ARN}:endpoint/{ENDPOINT}"},
+        {"EndpointName": ENDPOINT, "EndpointConfigName": VERSIONED},
+    )
+    sagemaker.add_response(
+        "describe_endpoint",
+        endpoint("Updating", "qwen-peagle-20250101000000"),
+        {"EndpointName": ENDPOINT},
+    )
+    sagemaker.add_response("describe_endpoint", endpoint("InService"), {"EndpointName": ENDPOINT})
+    autoscaling.add_response(
+        "register_scalable_target", {}, {**target, "MinCapacity": 1, "MaxCapacity": 3}
+    )
+    autoscaling.add_response(
+        "put_scaling_policy",
+        {"PolicyARN": "arn:aws:autoscaling:us-west-2:123456789012:scalingPolicy:x"},
+        {
+            **target,
+            "PolicyName": "qwen-peagle-invocations",
+            "PolicyType": "TargetTrackingScaling",
+            "TargetTrackingScalingPolicyConfiguration": {
+                "TargetValue": 120.0,
+                "PredefinedMetricSpecification": {
+                    "PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"
+                },
+                "ScaleOutCooldown": 60,
+                "ScaleInCooldown": 300,
+            },
+        },
+    )
+
+    code, out, err = run_cli(
+        deploy_argv(
+            *ARGS,
+            "--autoscale",
+            "--min-capacity",
+            "1",
+            "--max-capacity",
+            "3",
+            "--target-value",
+            "120",
+            "--metric",
+            "invocations",
+        ),  # fmt: skip
+        connect=stubbed.connect,
+    )
+
+    assert code == 0, err
+    stubbed.assert_done()
+    assert "exists: rolling it onto qwen-peagle-20250601120000" in out
+    assert "endpoint qwen-peagle: Updating" in out
+
+
+def test_failed_update_that_rolled_back_is_a_failure(fixed_version) -> None:
+    stubbed = Stubbed()
+    sagemaker = stubbed.sagemaker
+    old = "qwen-peagle-20250101000000"
+    sagemaker.add_response(
+        "describe_endpoint", endpoint("InService", old), {"EndpointName": ENDPOINT}
+    )
+    stubbed.autoscaling.add_response("describe_scalable_targets", {"ScalableTargets": []})
+    expect_plain_creation(stubbed)
+    sagemaker.add_response("update_endpoint", {"EndpointArn": f"{ACCOUNT_ARN}:endpoint/x"})
+    sagemaker.add_response("describe_endpoint", endpoint("Updating", old))
+    sagemaker.add_response("describe_endpoint", endpoint("RollingBack", old))
+    reason = "The primary container for variant AllTraffic did not pass the ping health check."
+    sagemaker.add_response("describe_endpoint", endpoint("InService", old, FailureReason=reason))
+
+    code, out, err = run_cli(deploy_argv(*ARGS), connect=stubbed.connect)
+
+    assert code == 1
+    stubbed.assert_done()
+    assert "rolled back" in err and reason in err
+    assert "/aws/sagemaker/Endpoints/qwen-peagle" in err
+
+
+def test_inference_component_with_autoscaling(fixed_version) -> None:
+    stubbed = Stubbed()
+    sagemaker, autoscaling = stubbed.sagemaker, stubbed.autoscaling
+    sagemaker.add_client_error("describe_endpoint", **NOT_FOUND)
+    sagemaker.add_response("create_model", {"ModelArn": f"{ACCOUNT_ARN}:model/x"}, CREATE_MODEL)
+    sagemaker.add_response(
+        "create_endpoint_config",
+        {"EndpointConfigArn": f"{ACCOUNT_ARN}:ec/x"},
+        {
+            "EndpointConfigName": VERSIONED,
+            "ProductionVariants": [
+                {
+                    "VariantName": "AllTraffic",
+                    "InstanceType": "ml.g7e.2xlarge",
+                    "InitialInstanceCount": 1,
+                    "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
+                    "ManagedInstanceScaling": {
+                        "Status": "ENABLED",
+                        "MinInstanceCount": 1,
+                        "MaxInstanceCount": 4,
+                    },
+                    "InferenceAmiVersion": "al2-ami-sagemaker-inference-gpu-3-1",
+                }
+            ],
+            "ExecutionRoleArn": ROLE,
+        },
+    )
+    sagemaker.add_response(
+        "create_endpoint",
+        {"EndpointArn": f"{ACCOUNT_ARN}:endpoint/{ENDPOINT}"},
+        {"EndpointName": ENDPOINT, "EndpointConfigName": VERSIONED},
+    )
+    sagemaker.add_response("describe_endpoint", endpoint("InService"))
+    sagemaker.add_response(
+        "create_inference_component",
+        {"InferenceComponentArn": f"{ACCOUNT_ARN}:inference-component/qwen-peagle-ic"},
+        {
+            "InferenceComponentName": "qwen-peagle-ic",
+            "EndpointName": ENDPOINT,
+            "VariantName": "AllTraffic",
+            "Specification": {
+                "ModelName": VERSIONED,
+                "StartupParameters": {
+                    "ModelDataDownloadTimeoutInSeconds": 920,
+                    "ContainerStartupHealthCheckTimeoutInSeconds": 910,
+                },
+                "ComputeResourceRequirements": {
+                    "NumberOfAcceleratorDevicesRequired": 1,
+                    "MinMemoryRequiredInMb": 32768,
+                },
+            },
+            "RuntimeConfig": {"CopyCount": 2},
+        },
+    )
+    for status in ("Creating", "InService"):
+        sagemaker.add_response(
+            "describe_inference_component",
+            component(status),
+            {"InferenceComponentName": "qwen-peagle-ic"},
+        )
+    target = {
+        "ServiceNamespace": "sagemaker",
+        "ResourceId": "inference-component/qwen-peagle-ic",
+        "ScalableDimension": "sagemaker:inference-component:DesiredCopyCount",
+    }
+    autoscaling.add_response(
+        "register_scalable_target", {}, {**target, "MinCapacity": 0, "MaxCapacity": 4}
+    )
+    autoscaling.add_response(
+        "put_scaling_policy",
+        {"PolicyARN": "arn:aws:autoscaling:us-west-2:123456789012:scalingPolicy:x"},
+        {
+            **target,
+            "PolicyName": "qwen-peagle-ic-concurrency",
+            "PolicyType": "TargetTrackingScaling",
+            "TargetTrackingScalingPolicyConfiguration": {
+                "TargetValue": 8.0,
+                "PredefinedMetricSpecification": {
+                    "PredefinedMetricType": (
+                        "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
+                    )
+                },
+                "ScaleOutCooldown": 60,
+                "ScaleInCooldown": 300,
+            },
+        },
+    )
+
+    code, out, err = run_cli(
+        deploy_argv(
+            *ARGS,
+            "--inference-component",
+            "--memory-mb",
+            "32768",
+            "--copies",
+            "2",
+            "--autoscale",
+            "--min-capacity",
+            "0",
+            "--max-capacity",
+            "4",
+            "--target-value",
+            "8",
+        ),  # fmt: skip
+        connect=stubbed.connect,
+    )
+
+    assert code == 0, err
+    stubbed.assert_done()
+    assert "inference component qwen-peagle-ic: Creating" in out
+    assert "inference component qwen-peagle-ic: InService" in out
+
+
+def test_existing_component_is_updated(fixed_version) -> None:
+    stubbed = Stubbed()
+    sagemaker = stubbed.sagemaker
+    sagemaker.add_response("describe_endpoint", endpoint("InService", "qwen-peagle-20250101000000"))
+    sagemaker.add_response(
+        "describe_inference_component",
+        component("InService"),
+        {"InferenceComponentName": "qwen-peagle-ic"},
+    )
+    sagemaker.add_response("create_model", {"ModelArn": f"{ACCOUNT_ARN}:model/x"}, CREATE_MODEL)
+    sagemaker.add_response(
+        "update_inference_component",
+        {"InferenceComponentArn": f"{ACCOUNT_ARN}:inference-component/qwen-peagle-ic"},
+        {
+            "InferenceComponentName": "qwen-peagle-ic",
+            "Specification": {
+                "ModelName": VERSIONED,
+                "StartupParameters": {
+                    "ModelDataDownloadTimeoutInSeconds": 920,
+                    "ContainerStartupHealthCheckTimeoutInSeconds": 910,
+                },
+                "ComputeResourceRequirements": {
+                    "NumberOfAcceleratorDevicesRequired": 1,
+                    "MinMemoryRequiredInMb": 16384,
+                },
+            },
+            "RuntimeConfig": {"CopyCount": 1},
+        },
+    )
+    sagemaker.add_response("describe_inference_component", component("Updating"))
+    sagemaker.add_response(
+        "describe_inference_component",
+        component("Failed", FailureReason="CUDA out of memory while loading the drafter."),
+    )
+
+    code, out, err = run_cli(deploy_argv(*ARGS, "--inference-component"), connect=stubbed.connect)
+
+    assert code == 1
+    stubbed.assert_done()
+    assert "inference component qwen-peagle-ic: Updating" in out
+    assert "CUDA out of memory while loading the drafter." in err
+    assert "CloudWatch log group /aws/sagemaker/Endpoints/qwen-peagle" in err
+
+
+@pytest.mark.parametrize("status", ["Failed", "OutOfService"])
+def test_new_endpoint_failure_names_reason_and_logs(fixed_version, status) -> None:
+    stubbed = Stubbed()
+    sagemaker = stubbed.sagemaker
+    sagemaker.add_client_error("describe_endpoint", **NOT_FOUND)
+    expect_plain_creation(stubbed)
+    sagemaker.add_response("create_endpoint", {"EndpointArn": f"{ACCOUNT_ARN}:endpoint/x"})
+    sagemaker.add_response("describe_endpoint", endpoint("Creating"))
+    sagemaker.add_response(
+        "describe_endpoint", endpoint(status, FailureReason="Request to service failed.")
+    )
+    clock = FakeClock()
+
+    code, out, err = run_cli(deploy_argv(*ARGS), connect=stubbed.connect, clock=clock)
+
+    assert code == 1
+    stubbed.assert_done()
+    assert f"endpoint qwen-peagle: {status}" in out
+    assert "FailureReason: Request to service failed." in err
+    assert "CloudWatch log group /aws/sagemaker/Endpoints/qwen-peagle" in err
+    assert f"https://{REGION}.console.aws.amazon.com/sagemaker/home?region={REGION}" in err
+    assert "Traceback" not in err
+
+
+def test_refused_call_is_a_sentence_not_a_traceback(fixed_version) -> None:
+    stubbed = Stubbed()
+    stubbed.sagemaker.add_client_error("describe_endpoint", **NOT_FOUND)
+    stubbed.sagemaker.add_client_error(
+        "create_model",
+        service_error_code="AccessDeniedException",
+        service_message="User is not authorized to perform: iam:PassRole",
+    )
+
+    code, _, err = run_cli(deploy_argv(*ARGS), connect=stubbed.connect)
+
+    assert code == 1
+    assert "CreateModel was refused: AccessDeniedException: User is not authorized" in err
+    assert "Traceback" not in err
+
+
+def test_model_size_from_the_s3_listing(fixed_version) -> None:
+    stubbed = Stubbed()
+    for prefix, size in (("qwen/model/", 30 * 10**9), ("qwen/eagle/", 10**9)):
+        stubbed.stubbers["s3"].add_response(
+            "list_objects_v2",
+            {"Contents": [{"Key": prefix + "model.safetensors", "Size": size}], "KeyCount": 1},
+            {"Bucket": "my-bucket", "Prefix": prefix},
+        )
+    stubbed.sagemaker.add_client_error(
+        "describe_endpoint", "AccessDeniedException", "not authorized to DescribeEndpoint"
+    )
+
+    code, _, err = run_cli(deploy_argv(), connect=stubbed.connect)
+
+    assert code == 1
+    stubbed.assert_done()
+    assert "model 31.0 GB: download timeout 920 s, start-up timeout 910 s" in err
