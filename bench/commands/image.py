@@ -29,7 +29,8 @@ def command(args: argparse.Namespace) -> int:
     report.write_json(args.out_dir / "image.json", result)
     print(
         f"first /ping 200 ({result['configuration']}): host {result['host_ready_s']} s, "
-        f"image {' and '.join(f'{s} s' for s in result['image_ready_s'])}; "
+        f"image {result['image_ready_s']} s (started together), image alone "
+        f"{result['image_alone_ready_s']} s; "
         f"docker stop to exit {result['docker_stop_to_exit_s']} s "
         f"(code {result['docker_stop_exit_code']}); engine kill to exit "
         f"{result['engine_kill_to_exit_s']} s (code {result['engine_kill_exit_code']})"
