@@ -12,6 +12,7 @@ demo tree.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -252,16 +253,22 @@ class HostContainer(Container):
             os.killpg(self.process.pid, signal.SIGKILL)
             return self.process.wait()
 
-    def engine_process(self) -> psutil.Process:
-        """The vLLM server: the front's child running vLLM (its other child parses bodies)."""
+    def find_engine_process(self) -> psutil.Process | None:
+        """The vLLM server: the front's child running vLLM (its other children parse bodies),
+        or None before the front has started it."""
         import psutil
 
-        (child,) = [
-            child
-            for child in psutil.Process(self.process.pid).children()
-            if "vllm" in " ".join(child.cmdline())
-        ]
-        return child
+        for child in psutil.Process(self.process.pid).children():
+            with contextlib.suppress(psutil.Error):
+                if "vllm" in " ".join(child.cmdline()):
+                    return child
+        return None
+
+    def engine_process(self) -> psutil.Process:
+        engine = self.find_engine_process()
+        if engine is None:
+            raise RuntimeError(f"{self.name}: the front has no vLLM child")
+        return engine
 
     def kill_engine(self, sig: int = signal.SIGKILL) -> None:
         os.kill(self.engine_process().pid, sig)

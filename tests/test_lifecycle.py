@@ -205,10 +205,11 @@ def test_ctrl_c_twice_while_loading_leaves_no_engine_behind(demo_root, tmp_path)
     try:
         socket_dir = str(container.engine_socket().parent)
         deadline = time.monotonic() + 30
-        while not psutil.Process(container.process.pid).children():
+        while not (engine := container.find_engine_process()):
             assert time.monotonic() < deadline, "the engine was never started"
             time.sleep(0.05)
-        engine = container.engine_process()
+        # The front's other children (its payload parser) must go with it too.
+        children = psutil.Process(container.process.pid).children(recursive=True)
         # A terminal's Ctrl-C goes to the foreground process group: the front's.
         os.killpg(container.process.pid, signal.SIGINT)
         time.sleep(0.2)
@@ -217,6 +218,8 @@ def test_ctrl_c_twice_while_loading_leaves_no_engine_behind(demo_root, tmp_path)
         engine.wait(timeout=10)
         left = [process for process in psutil.process_iter() if in_session(process, engine.pid)]
         assert not left, [process.name() for process in left]
+        gone, alive = psutil.wait_procs(children, timeout=10)
+        assert not alive, [process.cmdline() for process in alive]
         assert not os.path.exists(socket_dir)
     finally:
         container.stop()

@@ -59,6 +59,11 @@ def add_parser(commands: Any) -> None:
         type=Path,
         help="the engine's Unix socket behind --url (the front logs 'engine on unix:PATH')",
     )
+    parser.add_argument(
+        "--runtime-url",
+        help="measure the local SageMaker Runtime (make local-runtime) in front of --url "
+        "instead: the same requests to the container and through the runtime",
+    )
     parser.add_argument("--concurrency", type=int_list, default=[1, 32], help="default 1,32")
     parser.add_argument(
         "--rounds",
@@ -75,7 +80,7 @@ def command(args: argparse.Namespace) -> int:
     payloads = sampled_payloads(args)
     with serving_target(args) as (url, container):
         engine_socket = args.engine_socket or (container and container.engine_socket())
-        if not engine_socket:
+        if not engine_socket and not args.runtime_url:
             raise SystemExit(
                 "the engine's socket is needed: --engine-socket PATH (the front logs "
                 "'engine on unix:PATH'), or --start CONFIG."
@@ -83,10 +88,17 @@ def command(args: argparse.Namespace) -> int:
 
         async def measure() -> list[dict[str, Any]]:
             connections = max(args.concurrency) + 8
-            direct = EngineSocketTarget(engine_socket, connections)
             front = UrlTarget(
                 url.rstrip("/").removesuffix("/invocations") + "/invocations", connections
             )
+            if args.runtime_url:
+                # The legs shift one hop out: the container is the base, the runtime the extra.
+                direct = front
+                front = UrlTarget(
+                    args.runtime_url.rstrip("/") + "/endpoints/bench/invocations", connections
+                )
+            else:
+                direct = EngineSocketTarget(engine_socket, connections)
             try:
                 return await measure_overhead(
                     direct, front, payloads, args.concurrency, args.rounds
@@ -97,6 +109,8 @@ def command(args: argparse.Namespace) -> int:
 
         results = asyncio.run(measure())
     table = overhead_table(results)
+    if args.runtime_url:
+        table = "engine = the container, front = the local runtime in front of it\n\n" + table
     report.write_json(
         args.out_dir / "overhead.json", {"settings": settings_of(args), "levels": results}
     )
