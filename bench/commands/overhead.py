@@ -77,7 +77,8 @@ def command(args: argparse.Namespace) -> int:
     from bench.overhead import measure_overhead, overhead_table
     from bench.targets import UrlTarget
 
-    payloads = sampled_payloads(args)
+    # InvokeEndpoint answers whole bodies (the stream is another route, in event-stream frames).
+    payloads = sampled_payloads(args, stream=not args.runtime_url)
     with serving_target(args) as (url, container):
         engine_socket = args.engine_socket or (container and container.engine_socket())
         if not engine_socket and not args.runtime_url:
