@@ -50,6 +50,10 @@ def speculative_config(num_speculative_tokens: int) -> dict[str, Any]:
 def environment(plan: Plan) -> dict[str, str]:
     return {
         SPECULATIVE_CONFIG_VAR: json.dumps(speculative_config(plan.num_speculative_tokens)),
+        # SageMaker does not tell a container its endpoint: the CloudWatch metrics the
+        # container writes (EMF) carry these as dimensions.
+        "SERVING_ENDPOINT_NAME": plan.endpoint_name,
+        "SERVING_VARIANT_NAME": names.VARIANT_NAME,
         **plan.extra_environment,
     }
 

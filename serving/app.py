@@ -7,11 +7,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from prometheus_client import generate_latest
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, Response
 
 from serving import invocations
 from serving.bodies import read_body
+from serving.emf import EmfReporter
 from serving.errors import RequestRefused, error_response
 from serving.gate import RequestGate, raw_path
 from serving.headers import has_forbidden_bytes, to_engine
@@ -60,13 +62,30 @@ def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAP
     metrics = FrontMetrics()
     parser = PayloadParser(settings.served_model_name)
 
+    async def engine_metrics() -> str | None:
+        return await relay.get_text("/metrics") if lifecycle.ready else None
+
+    reporter = EmfReporter(
+        settings.emf_interval_seconds,
+        metrics,
+        engine_metrics,
+        lambda: lifecycle.in_flight,
+        settings.metric_dimensions,
+    )
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         lifecycle.start(relay.client)
         parser.start()
+        reporter.start()
+        if relay.capture is not None:
+            relay.capture.start()
         try:
             yield
         finally:
+            await reporter.stop()
+            if relay.capture is not None:
+                relay.capture.stop()
             await lifecycle.stop()
             await relay.aclose()
             parser.stop()
@@ -137,8 +156,10 @@ def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAP
 
     @app.get("/metrics")
     async def prometheus_metrics() -> Response:
-        engine_text = await relay.get_text("/metrics") if lifecycle.ready else None
+        engine_text = await engine_metrics()
         body = (engine_text or "").encode() + metrics.render(engine_text or "")
+        if relay.capture is not None:
+            body += generate_latest(relay.capture.registry)
         return Response(body, media_type=PROMETHEUS_TEXT)
 
     app.add_middleware(

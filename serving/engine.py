@@ -61,6 +61,10 @@ def build_argv(settings: Settings, socket_path: Path, python: str = sys.executab
     ]
     if settings.speculative_config is not None:
         argv += ["--speculative-config", json.dumps(settings.speculative_config)]
+        # Each answer carries its own acceptance (metrics.speculative_decoding; a stream in
+        # its final usage chunk, when the client asks for one): the front turns it into
+        # headers and log fields.
+        argv += ["--per-request-spec-decode-metrics", "summary"]
     if settings.tensor_parallel_size is not None:
         argv += ["--tensor-parallel-size", str(settings.tensor_parallel_size)]
     return argv + list(settings.engine_flags)

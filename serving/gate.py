@@ -72,6 +72,7 @@ class RequestGate:
         # Matched once, here: the app relays by this route rather than matching again.
         state["route"] = route
         started = time.perf_counter()
+        state["started"] = (time.time(), started)
         status_seen: int | str = 500
         streaming = False
         first_byte_seen = False
@@ -118,6 +119,8 @@ class RequestGate:
         self.metrics.requests.labels(label, str(status)).inc()
         self.metrics.latency.labels(label).observe(elapsed)
         tokens = scope["state"].get("completion_tokens")
+        speculation = scope["state"].get("speculation")
+        acceptance = None if speculation is None else speculation.mean_acceptance_length
         fields = {
             "request_id": printable(request_id),
             "method": scope["method"],
@@ -126,15 +129,19 @@ class RequestGate:
             "status": status,
             "latency_ms": round(elapsed * 1000, 1),
             "completion_tokens": tokens,
+            "mean_acceptance_length": acceptance,
+            "draft_tokens": None if speculation is None else speculation.draft_tokens,
+            "accepted_tokens": None if speculation is None else speculation.accepted_tokens,
         }
         log.info(
-            "%s %s %s %s %.1fms tokens=%s",
+            "%s %s %s %s %.1fms tokens=%s acceptance=%s",
             fields["request_id"],
             fields["method"],
             fields["path"],
             status,
             elapsed * 1000,
             "-" if tokens is None else tokens,
+            "-" if acceptance is None else f"{acceptance:.2f}",
             extra={FIELDS: fields},
         )
 

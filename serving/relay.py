@@ -7,15 +7,17 @@ An engine that goes away turns into a JSON error (or an error event mid-stream).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
+import time
 from collections.abc import AsyncIterator
 
 import httpx
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from serving.answers import AnswerWatcher, with_speculation
 from serving.bodies import CLIENT_CLOSED
+from serving.capture import MAX_ANSWER_BYTES, Capture, Exchange
 from serving.errors import AnswerCut, error_response, sse_error
 from serving.headers import RawHeaders, to_client
 from serving.logs import printable
@@ -35,46 +37,29 @@ async def wait_for_disconnect(request: Request) -> None:
             return
 
 
-class UsageWatcher:
-    """Finds `usage.completion_tokens` in a relayed answer, for the access log.
+def is_small_json(upstream: httpx.Response) -> bool:
+    """A JSON answer of known length that fits the watcher's buffer (vLLM's non-streamed ones)."""
+    length = upstream.headers.get("content-length", "")
+    return (
+        upstream.headers.get("content-type", "").startswith("application/json")
+        and length.isdigit()
+        and int(length) <= AnswerWatcher.MAX_BUFFER
+    )
 
-    A JSON answer carries it at the end; a stream only when the client asked for
-    stream_options.include_usage. Large answers are not buffered for it.
-    """
 
-    MAX_BUFFER = 1 << 20
-
-    def __init__(self, content_type: str):
-        self.is_json = content_type.startswith("application/json")
-        self.is_stream = content_type.startswith("text/event-stream")
-        self.buffer = bytearray()
-        self.completion_tokens: int | None = None
-
-    def feed(self, chunk: bytes) -> None:
-        if self.is_json and len(self.buffer) + len(chunk) <= self.MAX_BUFFER:
-            self.buffer += chunk
-        elif self.is_stream and b'"completion_tokens"' in chunk:
-            for line in chunk.split(b"\n"):
-                if line.startswith(b"data: {") and b'"completion_tokens"' in line:
-                    self._take(line[len(b"data: ") :])
-
-    def _take(self, raw: bytes) -> None:
-        try:
-            usage = json.loads(raw).get("usage") or {}
-        except (ValueError, AttributeError):
-            return
-        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-            self.completion_tokens = usage["completion_tokens"]
-
-    def finish(self) -> None:
-        if self.is_json and self.buffer:
-            self._take(bytes(self.buffer))
+def keep(watcher: AnswerWatcher, state: dict) -> None:
+    """What the answer said, for the access log."""
+    if watcher.completion_tokens is not None:
+        state["completion_tokens"] = watcher.completion_tokens
+    if watcher.speculation is not None:
+        state["speculation"] = watcher.speculation
 
 
 class Relay:
     """The front's one HTTP client to the engine, over the engine's private Unix socket."""
 
-    def __init__(self, socket_path: str, max_connections: int):
+    def __init__(self, socket_path: str, max_connections: int, capture: Capture | None = None):
+        self.capture = capture
         limits = httpx.Limits(
             max_connections=max_connections, max_keepalive_connections=max_connections
         )
@@ -117,23 +102,51 @@ class Relay:
         except httpx.HTTPError as error:
             log.warning("engine request to %s failed: %r", printable(target), error)
             return error_response(503, ENGINE_GONE, "EngineUnavailable", {"Retry-After": "5"})
-        response = StreamingResponse(
-            self._body(upstream, request.scope.setdefault("state", {})),
-            status_code=upstream.status_code,
-        )
+        state = request.scope.setdefault("state", {})
+        if self.wants_capture(state, upstream.status_code):
+            state["capture_request"] = content
+        if is_small_json(upstream):
+            return await self._whole(upstream, state)
+        response = StreamingResponse(self._body(upstream, state), status_code=upstream.status_code)
         response.raw_headers = to_client(upstream.headers.raw)
+        return response
+
+    async def _whole(self, upstream: httpx.Response, state: dict) -> Response:
+        """A small JSON answer read whole, so what it says can go in the headers too."""
+        try:
+            body = b"".join([chunk async for chunk in upstream.aiter_raw()])
+        except httpx.HTTPError as error:
+            log.warning("engine answer broke off: %r", error)
+            return error_response(503, ENGINE_GONE, "EngineUnavailable", {"Retry-After": "5"})
+        finally:
+            await upstream.aclose()
+        watcher = AnswerWatcher(upstream.headers.get("content-type", ""))
+        watcher.feed(body)
+        watcher.finish()
+        keep(watcher, state)
+        self.offer_capture(state, upstream, body, watcher)
+        response = Response(body, status_code=upstream.status_code)
+        headers = with_speculation(to_client(upstream.headers.raw), watcher.speculation)
+        response.raw_headers = [*headers, (b"content-length", b"%d" % len(body))]
         return response
 
     async def _body(self, upstream: httpx.Response, state: dict) -> AsyncIterator[bytes]:
         content_type = upstream.headers.get("content-type", "")
-        usage = UsageWatcher(content_type)
+        watcher = AnswerWatcher(content_type)
+        answer = bytearray() if "capture_request" in state else None
         try:
             async for chunk in upstream.aiter_raw():
-                usage.feed(chunk)
+                watcher.feed(chunk)
+                if answer is not None and len(answer) + len(chunk) <= MAX_ANSWER_BYTES:
+                    answer += chunk
+                elif answer is not None:
+                    answer = None
+                    self.capture.skip()
                 yield chunk
-            usage.finish()
-            if usage.completion_tokens is not None:
-                state["completion_tokens"] = usage.completion_tokens
+            watcher.finish()
+            keep(watcher, state)
+            if answer is not None:
+                self.offer_capture(state, upstream, bytes(answer), watcher)
         except httpx.HTTPError as error:
             log.warning("engine answer broke off: %r", error)
             if not content_type.startswith("text/event-stream"):
@@ -142,6 +155,37 @@ class Relay:
             yield sse_error(503, ENGINE_GONE, "EngineUnavailable")
         finally:
             await upstream.aclose()
+
+    def wants_capture(self, state: dict, status: int) -> bool:
+        route = state.get("route")
+        return (
+            self.capture is not None
+            and status == 200
+            and route is not None
+            and self.capture.wants(route.label)
+        )
+
+    def offer_capture(
+        self, state: dict, upstream: httpx.Response, answer: bytes, watcher: AnswerWatcher
+    ) -> None:
+        """Hand a finished exchange to the capture writer, if it was chosen for capture."""
+        if self.capture is None or "capture_request" not in state:
+            return
+        wall_started, started = state.get("started", (time.time(), time.perf_counter()))
+        speculation = watcher.speculation
+        self.capture.offer(
+            Exchange(
+                request_id=state["request_id"].decode("utf-8", errors="replace"),
+                route=state["route"].label,
+                status=upstream.status_code,
+                request=state["capture_request"],
+                answer=answer,
+                streamed=watcher.is_stream,
+                started=wall_started,
+                latency_ms=(time.perf_counter() - started) * 1000,
+                speculation=None if speculation is None else speculation.record(),
+            )
+        )
 
     async def get_text(self, path: str) -> str | None:
         try:

@@ -15,8 +15,11 @@ import uvicorn
 
 from serving import exit_codes
 from serving.app import create_app
+from serving.capture import Capture
 from serving.engine import Engine, build_argv, engine_environment, private_socket_path
 from serving.lifecycle import Lifecycle
+from serving.logs import printable
+from serving.protocol import FrontProtocol
 from serving.relay import Relay
 from serving.settings import Settings
 
@@ -70,6 +73,17 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def open_capture(settings: Settings) -> Capture | None:
+    """The capture writer SERVING_CAPTURE_DIR asks for; OSError if it cannot write there."""
+    if settings.capture_dir is None:
+        return None
+    settings.capture_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile(dir=settings.capture_dir):
+        pass
+    max_bytes = int(settings.capture_file_mb * 1024 * 1024)
+    return Capture(settings.capture_dir, settings.capture_sample, max_bytes)
+
+
 def serve(settings: Settings) -> int:
     try:
         front_socket = bind(settings.host, settings.port)
@@ -98,9 +112,24 @@ def serve(settings: Settings) -> int:
         settings.engine_niceness,
         engine_environment(settings, os.environ),
     )
-    relay = Relay(str(socket_path), max_connections=settings.max_concurrent_requests + 16)
+    try:
+        capture = open_capture(settings)
+    except OSError as error:
+        log.error(
+            "SERVING_CAPTURE_DIR %s is not a writable directory (%s); point it at one, or "
+            "unset it to turn capture off.",
+            printable(str(settings.capture_dir)),
+            error.strerror or error,
+        )
+        front_socket.close()
+        shutil.rmtree(socket_path.parent, ignore_errors=True)
+        return exit_codes.BAD_CONFIG
+    relay = Relay(
+        str(socket_path), max_connections=settings.max_concurrent_requests + 16, capture=capture
+    )
     config = uvicorn.Config(
         app=None,  # set below, once the server (which the lifecycle calls back) exists
+        http=FrontProtocol,
         access_log=False,
         log_config=None,
         timeout_graceful_shutdown=GRACEFUL_CLOSE_SECONDS,

@@ -107,6 +107,18 @@ class Settings(BaseSettings):
     log_bodies: Annotated[bool, BeforeValidator(boolean)] = Field(
         False, validation_alias="SERVING_LOG_BODIES"
     )
+    # CloudWatch metrics written to stdout (0: none), and the dimensions they carry.
+    emf_interval_seconds: float = Field(
+        60.0, validation_alias="SERVING_EMF_INTERVAL_SECONDS", ge=0, examples=[60]
+    )
+    endpoint_name: str | None = Field(None, validation_alias="SERVING_ENDPOINT_NAME")
+    # Capture of sampled requests and answers as JSON lines: off unless a directory is set.
+    capture_dir: Path | None = Field(None, validation_alias="SERVING_CAPTURE_DIR")
+    capture_sample: float = Field(1.0, validation_alias="SERVING_CAPTURE_SAMPLE", ge=0, le=1)
+    capture_file_mb: float = Field(
+        64.0, validation_alias="SERVING_CAPTURE_FILE_MB", gt=0, examples=[64]
+    )
+    variant_name: str | None = Field(None, validation_alias="SERVING_VARIANT_NAME")
 
     @classmethod
     def settings_customise_sources(
@@ -117,6 +129,11 @@ class Settings(BaseSettings):
     @property
     def max_payload_bytes(self) -> int:
         return int(self.max_payload_mb * 1024 * 1024)
+
+    @property
+    def metric_dimensions(self) -> dict[str, str]:
+        named = {"EndpointName": self.endpoint_name, "VariantName": self.variant_name}
+        return {name: value for name, value in named.items() if value}
 
     @property
     def parallel_drafting(self) -> bool:

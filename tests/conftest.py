@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -38,6 +39,8 @@ ROOT = REPO_ROOT
 DEMO_ROOT = default_opt_ml_root()
 TRAINED = DEMO_ROOT == TRAINED_DEMO_ROOT
 LOG_DIR = ROOT / "build" / "test-logs"
+# Where the peagle container writes its capture (every request is captured).
+CAPTURE_DIR = ROOT / "build" / "test-capture"
 LOADING_PROBE = {"messages": [{"role": "user", "content": "Are you up?"}], "max_tokens": 4}
 PEAGLE_MAX_CONCURRENT = 8
 PEAGLE_CONFIG = {"method": "eagle3", "num_speculative_tokens": 3, "parallel_drafting": True}
@@ -90,10 +93,16 @@ class ImageContainer(Probes, DockerContainer):
     def __init__(self, name: str, env: Mapping[str, str], image: str):
         from image_build.engine import ensure_engine
 
+        # Docker checks health every 2 s instead of the image's 30 s, so a test sees it.
+        run_args = ("--shm-size", "1g", "--health-interval", "2s")
+        if "SERVING_CAPTURE_DIR" in env:
+            # The same path inside, writable by the image's user, so tests read the capture.
+            CAPTURE_DIR.mkdir(parents=True, exist_ok=True)
+            CAPTURE_DIR.chmod(0o777)
+            run_args += ("--volume", f"{CAPTURE_DIR}:{CAPTURE_DIR}")
         super().__init__(
             name, env, image, ensure_engine(), DEMO_ROOT, log_path=LOG_DIR / f"image-{name}.log",
-            # Docker checks health every 2 s instead of the image's 30 s, so a test sees it.
-            run_args=("--shm-size", "1g", "--health-interval", "2s"),
+            run_args=run_args,
         )  # fmt: skip
 
 
@@ -114,15 +123,24 @@ def demo_root() -> Path:
 
 
 CONFIGURATIONS = {
-    # The main container: P-EAGLE on, a small concurrency limit to reach 429 quickly, and
-    # SageMaker's stateful sessions on so session headers can be checked.
+    # The main container: P-EAGLE on, a small concurrency limit to reach 429 quickly,
+    # SageMaker's stateful sessions on so session headers can be checked, EMF every 2 s,
+    # every request captured.
     "peagle": lambda: demo_env(
         SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG),
         MAX_CONCURRENT_REQUESTS=str(PEAGLE_MAX_CONCURRENT),
         SAGEMAKER_ENABLE_STATEFUL_SESSIONS="true",
+        SERVING_EMF_INTERVAL_SECONDS="2",
+        SERVING_CAPTURE_DIR=str(CAPTURE_DIR),
     ),
-    # The target alone, for the lossless comparison; JSON logs; a short body timeout (408).
-    "plain": lambda: demo_env(SERVING_LOG_FORMAT="json", SERVING_BODY_TIMEOUT_SECONDS="3"),
+    # The target alone, for the lossless comparison; JSON logs; a short body timeout (408);
+    # vLLM's runtime LoRA routes on, so SageMaker's /adapters routes can be relayed; no EMF.
+    "plain": lambda: demo_env(
+        SERVING_LOG_FORMAT="json",
+        SERVING_BODY_TIMEOUT_SECONDS="3",
+        VLLM_ALLOW_RUNTIME_LORA_UPDATING="true",
+        SERVING_EMF_INTERVAL_SECONDS="0",
+    ),
     # Containers that a test stops: one by SIGTERM, one by killing its engine.
     "drain": lambda: demo_env(SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)),
     "doomed": lambda: demo_env(),
@@ -147,6 +165,7 @@ def containers(demo_root: Path, request: pytest.FixtureRequest):
         os.nice(-5)
     config = request.config
     names = config.stash.get(USED_CONFIGURATIONS, list(CONFIGURATIONS))
+    shutil.rmtree(CAPTURE_DIR, ignore_errors=True)
     if config.getoption("--backend") == "docker":
         image = config.getoption("--image")
         started = {

@@ -82,6 +82,20 @@ def test_odd_paths_are_json_4xx_never_500(peagle):
         assert "error" in json.loads(body_of(answer))
 
 
+def test_requests_the_http_parser_refuses_get_a_json_400(peagle):
+    for request in (
+        b"GET /a b HTTP/1.1\r\nHost: front\r\n\r\n",  # a space in the URL
+        b"GET /\x00 HTTP/1.1\r\nHost: front\r\n\r\n",  # a raw NUL in the URL
+        b"GET /ping HTTP/1.1\r\nHost: front\r\nno colon here\r\n\r\n",
+        b"POST /invocations HTTP/1.1\r\nHost: front\r\nContent-Length: x\r\n\r\n",
+    ):
+        answer = exchange(peagle.url, request)
+        assert status_of(answer) == 400, (request, answer[:300])
+        assert header_values(answer, b"content-type") == [b"application/json"]
+        assert "could not be parsed" in json.loads(body_of(answer))["error"]["message"]
+        assert len(header_values(answer, b"date")) == 1
+
+
 def test_answers_carry_one_date_and_one_server_header(peagle):
     answers = [
         post_chat(peagle.url, b""),
@@ -99,6 +113,7 @@ def test_no_traceback_in_the_log_after_odd_input(peagle):
     test_odd_paths_are_json_4xx_never_500(peagle)
     test_control_bytes_in_headers_are_refused_with_a_4xx(peagle)
     test_non_ascii_header_bytes_are_served_and_reach_the_engine_unchanged(peagle)
+    test_requests_the_http_parser_refuses_get_a_json_400(peagle)
     written = peagle.log_once("-\\xff-id POST /invocations")[start:]
     assert "Traceback" not in written
     assert " 500 " not in written

@@ -304,3 +304,17 @@ def test_the_readmes_boto3_snippets_run_against_the_local_runtime(runtime_url, c
     assert printed[0] == direct.split("\n")[0]
     assert ran.stdout.count(direct) == 2
     assert "400" in printed[-2]
+
+
+def test_boto3_reads_the_acceptance_from_custom_attributes(runtime):
+    # What the container puts in the answer's custom attributes is all of its headers a
+    # SageMaker client ever sees.
+    code = {"messages": [{"role": "user", "content": "def add(a, b):"}], "max_tokens": 32}
+    answer = runtime.invoke_endpoint(
+        EndpointName="peagle", ContentType="application/json", Body=json.dumps(code)
+    )
+    attributes = dict(pair.split("=") for pair in answer["CustomAttributes"].split(","))
+    assert int(attributes["speculation-draft-tokens"]) > 0
+    body = json.loads(answer["Body"].read())
+    stats = body["metrics"]["speculative_decoding"]
+    assert int(attributes["speculation-accepted-tokens"]) == stats["num_accepted_draft_tokens"]

@@ -108,3 +108,19 @@ def test_unknown_path_is_a_json_404(peagle):
     answer = get(peagle.url, b"/no/such/thing")
     assert status_of(answer) == 404
     assert header_values(answer, b"content-type") == [b"application/json"]
+
+
+def test_sagemakers_adapter_routes_reach_the_engine_when_it_serves_them(plain):
+    # The plain container runs with VLLM_ALLOW_RUNTIME_LORA_UPDATING, so vLLM mounts
+    # SageMaker's POST /adapters and DELETE /adapters/{name}; the answers are vLLM's own
+    # refusals (no name; no such adapter), which only the engine can give.
+    before = engine_handler_counts(plain)
+    load = httpx.post(f"{plain.url}/adapters", json={"name": "", "src": "/nowhere"}, timeout=30)
+    assert load.status_code == 400, load.text
+    assert "name cannot be an empty string" in load.text
+    unload = httpx.delete(f"{plain.url}/adapters/no-such-lora", timeout=30)
+    assert 400 <= unload.status_code < 500, unload.text
+    assert "no-such-lora" in unload.text
+    after = engine_handler_counts(plain)
+    assert after.get("/adapters", 0) == before.get("/adapters", 0) + 1
+    assert after.get("/adapters/{adapter_name}", 0) == before.get("/adapters/{adapter_name}", 0) + 1

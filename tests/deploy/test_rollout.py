@@ -65,7 +65,12 @@ CREATE_MODEL = {
         "AdditionalModelDataSources": [
             {"ChannelName": "eagle", "S3DataSource": data_source(HEAD_URI)}
         ],
-        "Environment": {"SM_VLLM_SPECULATIVE_CONFIG": SPEC, "SM_VLLM_MAX_MODEL_LEN": "32768"},
+        "Environment": {
+            "SM_VLLM_SPECULATIVE_CONFIG": SPEC,
+            "SERVING_ENDPOINT_NAME": ENDPOINT,
+            "SERVING_VARIANT_NAME": "AllTraffic",
+            "SM_VLLM_MAX_MODEL_LEN": "32768",
+        },
     },
     "ExecutionRoleArn": ROLE,
 }

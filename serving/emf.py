@@ -1,0 +1,184 @@
+"""CloudWatch without an agent: one Embedded Metric Format (EMF) line on stdout per interval.
+
+SageMaker ships the container's stdout to CloudWatch Logs, which turns each such line into
+metrics: speculation (acceptance rate, mean acceptance length, acceptance per draft
+position), output tokens/s, requests, errors, 429s and requests in flight, each for the
+interval just ended. The counters are the engine's and the front's cumulative ones; a
+line carries their change since the previous line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from serving.metrics import ACCEPTED, DRAFT_TOKENS, DRAFTS, FrontMetrics, spec_decode_totals
+
+log = logging.getLogger("serving.emf")
+
+NAMESPACE = "SageMaker/vLLM-PEagle"
+GENERATION_TOKENS = "vllm:generation_tokens"
+# Routes whose requests are counted: work for the model, not probes or scrapes.
+UNCOUNTED_ROUTES = {"/ping", "/metrics"}
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Cumulative counters at one moment."""
+
+    drafts: float = 0.0
+    draft_tokens: float = 0.0
+    accepted: float = 0.0
+    accepted_by_position: dict[int, float] = field(default_factory=dict)
+    generation_tokens: float = 0.0
+    requests: float = 0.0
+    errors: float = 0.0
+    overloaded: float = 0.0
+
+
+def engine_totals(engine_text: str) -> dict:
+    totals, by_position = spec_decode_totals(engine_text)
+    generated = sum(
+        sample.value
+        for family in text_string_to_metric_families(engine_text)
+        if family.name == GENERATION_TOKENS
+        for sample in family.samples
+        if sample.name.endswith("_total")
+    )
+    return {
+        "drafts": totals.get(DRAFTS, 0.0),
+        "draft_tokens": totals.get(DRAFT_TOKENS, 0.0),
+        "accepted": totals.get(ACCEPTED, 0.0),
+        "accepted_by_position": {
+            int(position): value for position, value in by_position.items() if position.isdigit()
+        },
+        "generation_tokens": generated,
+    }
+
+
+def front_totals(metrics: FrontMetrics) -> dict:
+    requests = errors = overloaded = 0.0
+    for family in metrics.requests.collect():
+        for sample in family.samples:
+            if not sample.name.endswith("_total"):
+                continue
+            if sample.labels["route"] in UNCOUNTED_ROUTES:
+                continue
+            requests += sample.value
+            status = sample.labels["status"]
+            errors += sample.value if not status.isdigit() or int(status) >= 500 else 0
+            overloaded += sample.value if status == "429" else 0
+    return {"requests": requests, "errors": errors, "overloaded": overloaded}
+
+
+def document(
+    before: Totals,
+    now: Totals,
+    seconds: float,
+    in_flight: int,
+    dimensions: dict[str, str],
+    timestamp_ms: int,
+) -> dict:
+    """One EMF document for the interval from `before` to `now`."""
+    values: dict[str, tuple[float, str]] = {
+        "Requests": (now.requests - before.requests, "Count"),
+        "Errors": (now.errors - before.errors, "Count"),
+        "Throttled": (now.overloaded - before.overloaded, "Count"),
+        "InFlight": (float(in_flight), "Count"),
+        "OutputTokensPerSecond": (
+            (now.generation_tokens - before.generation_tokens) / seconds if seconds > 0 else 0.0,
+            "Count/Second",
+        ),
+    }
+    drafts = now.drafts - before.drafts
+    draft_tokens = now.draft_tokens - before.draft_tokens
+    if drafts > 0 and draft_tokens > 0:
+        accepted = now.accepted - before.accepted
+        values["AcceptanceRate"] = (accepted / draft_tokens, "None")
+        values["MeanAcceptanceLength"] = (1.0 + accepted / drafts, "None")
+        for position in sorted(now.accepted_by_position):
+            accepted_here = now.accepted_by_position[position] - before.accepted_by_position.get(
+                position, 0.0
+            )
+            # vLLM counts positions from 0; the metric names them as a person does, from 1.
+            values[f"AcceptanceRatePosition{position + 1}"] = (accepted_here / drafts, "None")
+    return {
+        "_aws": {
+            "Timestamp": timestamp_ms,
+            "CloudWatchMetrics": [
+                {
+                    "Namespace": NAMESPACE,
+                    "Dimensions": [sorted(dimensions)],
+                    "Metrics": [{"Name": name, "Unit": unit} for name, (_, unit) in values.items()],
+                }
+            ],
+        },
+        **dimensions,
+        **{name: round(value, 6) for name, (value, _) in values.items()},
+    }
+
+
+class EmfReporter:
+    """Writes one EMF line every `interval` seconds while the front runs."""
+
+    def __init__(
+        self,
+        interval: float,
+        metrics: FrontMetrics,
+        engine_text: Callable[[], Awaitable[str | None]],
+        in_flight: Callable[[], int],
+        dimensions: dict[str, str],
+    ):
+        self.interval = interval
+        self.metrics = metrics
+        self.engine_text = engine_text
+        self.in_flight = in_flight
+        self.dimensions = dimensions
+        self.task: asyncio.Task | None = None
+        self.last_engine_totals = engine_totals("")
+
+    async def totals(self) -> Totals:
+        text = await self.engine_text()
+        if text is not None:  # an engine too busy to answer keeps its last counts
+            self.last_engine_totals = engine_totals(text)
+        return Totals(**self.last_engine_totals, **front_totals(self.metrics))
+
+    async def run(self) -> None:
+        before, started = await self.totals(), time.monotonic()
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                before, started = await self.report(before, started)
+            except Exception as error:  # a metrics line is never worth the front
+                log.warning("no CloudWatch metrics line this interval: %r", error)
+
+    async def report(self, before: Totals, started: float) -> tuple[Totals, float]:
+        """Write the line for the interval since `before`; return the new start."""
+        now, ended = await self.totals(), time.monotonic()
+        line = document(
+            before,
+            now,
+            ended - started,
+            self.in_flight(),
+            self.dimensions,
+            int(time.time() * 1000),
+        )
+        sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+        return now, ended
+
+    def start(self) -> None:
+        if self.interval > 0:
+            self.task = asyncio.get_running_loop().create_task(self.run())
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)

@@ -1,0 +1,144 @@
+"""An OpenAI chat stream (server-sent events) back into the one answer it streamed.
+
+vLLM streams `data: {chat.completion.chunk}` events, each closed by a blank line, and ends
+with `data: [DONE]`. Reassembly joins choice 0's deltas in order. The id, model and created
+come from the first chunk, finish_reason from the last chunk that sets one, and usage and
+`metrics` (vLLM's per-request speculation) from the final chunk that carries them.
+
+Standard library only: the container's capture writer and the laptop's `capture export`
+(which reads SageMaker's Data Capture too) share it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+DONE = "[DONE]"
+
+
+def event_payloads(text: str) -> list[str]:
+    """The data of each event, in order: its `data:` lines joined by newlines."""
+    payloads = []
+    for event in text.replace("\r\n", "\n").replace("\r", "\n").split("\n\n"):
+        lines = [line[5:].removeprefix(" ") for line in event.split("\n") if line[:5] == "data:"]
+        if lines:
+            payloads.append("\n".join(lines))
+    return payloads
+
+
+def chunks_of(payload: str) -> list[dict[str, Any]]:
+    """The JSON objects in one event's data. An event whose lines are each a whole chunk
+    (a sender that left out the blank lines) yields them one by one; anything else, none."""
+    if payload.strip() == DONE:
+        return []
+    for pieces in ([payload], payload.split("\n")):
+        try:
+            parsed = [json.loads(piece) for piece in pieces if piece.strip() != DONE]
+        except ValueError:
+            continue
+        return [chunk for chunk in parsed if isinstance(chunk, dict)]
+    return []
+
+
+class Reassembly:
+    """The answer so far, chunk by chunk."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, Any] | None = None
+        self.role = "assistant"
+        self.content: list[str] = []
+        self.reasoning: list[str] = []
+        self.tool_calls: dict[int, dict[str, Any]] = {}
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.metrics: dict[str, Any] | None = None
+        self.error: Any = None
+
+    def add(self, chunk: dict[str, Any]) -> None:
+        if "error" in chunk and "choices" not in chunk:
+            self.error = chunk["error"]
+            return
+        choices = chunk.get("choices")
+        if not isinstance(choices, list):
+            return
+        if self.first is None:
+            self.first = chunk
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        if isinstance(chunk.get("metrics"), dict):
+            self.metrics = chunk["metrics"]
+        for choice in choices:
+            if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                self.add_choice(choice)
+
+    def add_choice(self, choice: dict[str, Any]) -> None:
+        self.finish_reason = choice.get("finish_reason") or self.finish_reason
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            return
+        if isinstance(delta.get("role"), str):
+            self.role = delta["role"]
+        if isinstance(delta.get("content"), str):
+            self.content.append(delta["content"])
+        # vLLM has named the reasoning field both ways.
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str):
+            self.reasoning.append(reasoning)
+        calls = delta.get("tool_calls")
+        for call in calls if isinstance(calls, list) else []:
+            if isinstance(call, dict):
+                self.add_tool_call(call)
+
+    def add_tool_call(self, call: dict[str, Any]) -> None:
+        """Each call streams its id, type and name once, and its arguments in pieces."""
+        index = call.get("index", 0)
+        whole = self.tool_calls.setdefault(
+            index if isinstance(index, int) else 0,
+            {"id": None, "type": "function", "function": {"name": None, "arguments": ""}},
+        )
+        whole["id"] = call.get("id") or whole["id"]
+        whole["type"] = call.get("type") or whole["type"]
+        function = call.get("function")
+        if isinstance(function, dict):
+            whole["function"]["name"] = function.get("name") or whole["function"]["name"]
+            arguments = function.get("arguments")
+            whole["function"]["arguments"] += arguments if isinstance(arguments, str) else ""
+
+    def answer(self) -> dict[str, Any] | None:
+        if self.first is None and self.error is None:
+            return None
+        first = self.first or {}
+        message: dict[str, Any] = {
+            "role": self.role,
+            "content": "".join(self.content) if self.content else None,
+        }
+        if self.reasoning:
+            message["reasoning_content"] = "".join(self.reasoning)
+        if self.tool_calls:
+            message["tool_calls"] = [self.tool_calls[index] for index in sorted(self.tool_calls)]
+        answer: dict[str, Any] = {
+            "id": first.get("id"),
+            "object": "chat.completion",
+            "created": first.get("created"),
+            "model": first.get("model"),
+            "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}],
+        }
+        for name, value in (("usage", self.usage), ("metrics", self.metrics)):
+            if value is not None:
+                answer[name] = value
+        if self.error is not None:
+            answer["error"] = self.error
+        return answer
+
+
+def reassemble_sse(data: bytes | str) -> dict[str, Any] | None:
+    """The chat.completion a stream of chat.completion.chunk events adds up to; None when
+    the data holds no chat chunk (and no error event). A stream cut short still gives what
+    arrived, with finish_reason None; an error event is kept as the answer's "error"."""
+    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    reassembly = Reassembly()
+    for payload in event_payloads(text):
+        for chunk in chunks_of(payload):
+            reassembly.add(chunk)
+    return reassembly.answer()

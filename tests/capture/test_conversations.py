@@ -1,0 +1,178 @@
+"""One exchange as a training conversation: roles and text only, and the answer last."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from capture_support import chat_answer, chat_request
+
+from capture.conversations import conversation_of
+from capture.types import Exchange, Skip, Skipped
+
+ANSWER = {"role": "assistant", "content": "Learning with deep networks."}
+
+
+def conversation(request: dict[str, Any], response: dict[str, Any] | None = None, **options):
+    return conversation_of(Exchange(request, response or chat_answer()), **options)
+
+
+def skip_reason(request: dict[str, Any], response: dict[str, Any] | None = None) -> Skip:
+    with pytest.raises(Skipped) as skipped:
+        conversation(request, response)
+    return skipped.value.reason
+
+
+def with_messages(*messages: dict[str, Any]) -> dict[str, Any]:
+    return {"messages": list(messages), "temperature": 0.3}
+
+
+def test_messages_then_answer() -> None:
+    request = with_messages(
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hi", "name": "ana"},
+        {"role": "assistant", "content": "Hello."},
+        {"role": "user", "content": "What is deep learning?"},
+    )
+    assert conversation(request).messages == (
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello."},
+        {"role": "user", "content": "What is deep learning?"},
+        ANSWER,
+    )
+
+
+def test_text_parts_are_joined_with_newlines() -> None:
+    parts = [
+        {"type": "text", "text": "Summarise:"},
+        "a bare string part",
+        {"type": "text", "text": "x"},
+    ]
+    found = conversation(with_messages({"role": "user", "content": parts}))
+    assert found.messages[0] == {"role": "user", "content": "Summarise:\na bare string part\nx"}
+
+
+def test_parts_in_the_answer_too() -> None:
+    answer = chat_answer([{"type": "text", "text": "Deep"}, {"type": "text", "text": "nets"}])
+    assert conversation(chat_request(), answer).answer == "Deep\nnets"
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}},
+        {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+        {"type": "file", "file": {"file_id": "file-1"}},
+    ],
+)
+def test_non_text_part(part: dict[str, Any]) -> None:
+    content = [{"type": "text", "text": "What is this?"}, part]
+    assert skip_reason(with_messages({"role": "user", "content": content})) is Skip.NON_TEXT_CONTENT
+
+
+def test_developer_is_a_system_message() -> None:
+    found = conversation(with_messages({"role": "developer", "content": "Be brief."}))
+    assert found.messages[0] == {"role": "system", "content": "Be brief."}
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"role": "tool", "tool_call_id": "call-1", "content": "42"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call-1"}]},
+    ],
+)
+def test_tool_messages(message: dict[str, Any]) -> None:
+    request = with_messages({"role": "user", "content": "Add."}, message)
+    assert skip_reason(request) is Skip.TOOL_CALLS
+
+
+def test_answer_that_calls_a_tool() -> None:
+    answer = chat_answer(None, tool_calls=[{"id": "call-1", "type": "function"}])
+    assert skip_reason(chat_request(), answer) is Skip.TOOL_CALLS
+
+
+def test_unknown_role() -> None:
+    assert skip_reason(with_messages({"role": "narrator", "content": "Once"})) is Skip.UNKNOWN_ROLE
+
+
+@pytest.mark.parametrize(
+    "request_body",
+    [
+        {"inputs": "What is deep learning?", "parameters": {"max_new_tokens": 64}},
+        {"prompt": "What is deep learning?", "max_tokens": 64},
+        {"messages": []},
+        {"messages": "What is deep learning?"},
+        {"messages": ["What is deep learning?"]},
+    ],
+)
+def test_not_a_chat_request(request_body: dict[str, Any]) -> None:
+    assert skip_reason(request_body) is Skip.NOT_CHAT
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        {"object": "text_completion", "choices": [{"text": "Deep nets."}]},
+        {"choices": []},
+        {"predictions": [0.1]},
+    ],
+)
+def test_not_a_chat_answer(response: dict[str, Any]) -> None:
+    assert skip_reason(chat_request(), response) is Skip.NOT_CHAT
+
+
+@pytest.mark.parametrize("content", [None, "", "  \n"])
+def test_no_assistant_text(content: str | None) -> None:
+    assert skip_reason(chat_request(), chat_answer(content)) is Skip.NO_ANSWER
+
+
+def test_answer_that_is_an_error() -> None:
+    answer = {**chat_answer("partial"), "error": {"message": "engine died"}}
+    assert skip_reason(chat_request(), answer) is Skip.ERROR_STATUS
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+def test_answer_keeps_the_reasoning(field: str) -> None:
+    found = conversation(chat_request(), chat_answer("42.", **{field: "6 times 7."}))
+    assert found.messages[-1] == {
+        "role": "assistant",
+        "content": "42.",
+        "reasoning_content": "6 times 7.",
+    }
+    assert found.chars == len("What is deep learning?") + len("42.") + len("6 times 7.")
+
+
+def test_system_prompt_added_only_where_none() -> None:
+    plain = conversation(chat_request(), system="You are a helpful assistant.")
+    assert plain.messages[0] == {"role": "system", "content": "You are a helpful assistant."}
+    own = with_messages({"role": "user", "content": "Hi"}, {"role": "system", "content": "Mine"})
+    kept = conversation(own, system="You are a helpful assistant.")
+    assert [m["content"] for m in kept.messages[:2]] == ["Hi", "Mine"]
+
+
+def test_continued_final_message_is_one_answer() -> None:
+    request = with_messages(
+        {"role": "user", "content": "Count to three."},
+        {"role": "assistant", "content": "One, "},
+    )
+    request["continue_final_message"] = True
+    found = conversation(request, chat_answer("two, three."))
+    assert found.messages == (
+        {"role": "user", "content": "Count to three."},
+        {"role": "assistant", "content": "One, two, three."},
+    )
+
+
+def test_tools_are_kept() -> None:
+    tools = [{"type": "function", "function": {"name": "add", "parameters": {}}}]
+    assert conversation(chat_request(tools=tools)).tools == tuple(tools)
+
+
+def test_key_ignores_json_spelling_and_sampling() -> None:
+    first = conversation({"messages": [{"content": "Hi", "role": "user"}], "temperature": 0})
+    second = conversation({"temperature": 1, "messages": [{"role": "user", "content": "Hi"}]})
+    assert first.key() == second.key()
+    other = conversation({"messages": [{"role": "user", "content": "Hi"}]}, chat_answer("Yo."))
+    assert other.key() != first.key()

@@ -1,0 +1,130 @@
+"""Capture: sampled requests and their answers written as JSON lines off the request path,
+rotated into complete files, dropped and counted when the writer falls behind."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from serving import exit_codes
+from serving.capture import QUEUE_RECORDS, Capture, Exchange, RotatingFile, record
+from tests.conftest import CAPTURE_DIR
+
+CHAT = {
+    "messages": [{"role": "user", "content": "def reverse(s):"}],
+    "max_tokens": 24,
+    "temperature": 0,
+}
+
+
+def exchange(answer: bytes, streamed: bool = False, request: bytes = b"{}") -> Exchange:
+    return Exchange("id", "/invocations", 200, request, answer, streamed, 0.0, 1.0, None)
+
+
+def lines_of(directory: Path) -> list[dict]:
+    return [
+        json.loads(line)
+        for path in sorted(directory.glob("capture-*.jsonl"))
+        for line in path.read_text().splitlines()
+    ]
+
+
+def test_files_rotate_before_a_line_would_pass_the_limit_and_hold_whole_lines(tmp_path: Path):
+    output = RotatingFile(tmp_path, max_bytes=100)
+    for number in range(20):
+        output.write(json.dumps({"n": number, "pad": "x" * 30}).encode() + b"\n")
+    output.close()
+    files = sorted(tmp_path.glob("capture-*.jsonl"))
+    assert len(files) > 5
+    assert all(path.stat().st_size <= 100 for path in files)
+    numbers = [json.loads(line)["n"] for path in files for line in path.read_text().splitlines()]
+    assert numbers == list(range(20))
+
+
+def test_a_writer_that_falls_behind_drops_and_counts_instead_of_queueing(tmp_path: Path):
+    # The writer thread is not started: the one real way to hold it behind the requests.
+    capture = Capture(tmp_path, 1.0, 1 << 20)
+    for _ in range(QUEUE_RECORDS + 5):
+        capture.offer(exchange(b"{}"))
+    assert capture.records.labels("dropped")._value.get() == 5
+    assert capture.queue.qsize() == QUEUE_RECORDS
+
+
+def test_a_stream_is_captured_as_the_answer_it_spelled_out():
+    stream = (
+        b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"role":"assistant"}}]}\n\n'
+        b'data: {"id":"c1","choices":[{"index":0,"delta":{"content":"Hel"}}]}\n\n'
+        b'data: {"id":"c1","choices":[{"index":0,"delta":{"content":"lo"},'
+        b'"finish_reason":"stop"}]}\n\n'
+        b'data: {"id":"c1","choices":[],"usage":{"completion_tokens":2}}\n\n'
+        b"data: [DONE]\n\n"
+    )
+    line = record(exchange(stream, streamed=True, request=json.dumps(CHAT).encode()))
+    assert line["response"]["choices"][0]["message"] == {"role": "assistant", "content": "Hello"}
+    assert line["response"]["choices"][0]["finish_reason"] == "stop"
+    assert line["response"]["usage"] == {"completion_tokens": 2}
+    assert line["request"] == CHAT
+
+
+def test_the_container_captures_json_and_streamed_answers_with_their_acceptance(peagle):
+    ids = {"capture-json": False, "capture-stream": True}
+    answers = {}
+    for inference_id, stream in ids.items():
+        headers = {"X-Amzn-SageMaker-Inference-Id": inference_id}
+        if stream:
+            with httpx.stream(
+                "POST", f"{peagle.url}/invocations",
+                json={**CHAT, "stream": True, "stream_options": {"include_usage": True}},
+                headers=headers, timeout=120,
+            ) as response:  # fmt: skip
+                events = [line[6:] for line in response.iter_lines() if line[6:7] == "{"]
+            answers[inference_id] = "".join(
+                (json.loads(event)["choices"] or [{}])[0].get("delta", {}).get("content") or ""
+                for event in events
+            )
+        else:
+            response = httpx.post(
+                f"{peagle.url}/invocations", json=CHAT, headers=headers, timeout=120
+            )
+            answers[inference_id] = response.json()["choices"][0]["message"]["content"]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        captured = {line["request_id"]: line for line in lines_of(CAPTURE_DIR)}
+        if all(inference_id in captured for inference_id in ids):
+            break
+        time.sleep(0.2)
+    for inference_id in ids:
+        line = captured[inference_id]
+        assert line["request"]["messages"] == CHAT["messages"]
+        message = line["response"]["choices"][0]["message"]
+        assert message["content"] == answers[inference_id]
+        assert line["speculation"]["num_draft_tokens"] > 0
+        assert line["timings"]["latency_ms"] > 0
+    metrics = httpx.get(f"{peagle.url}/metrics", timeout=10).text
+    assert 'serving_capture_records_total{outcome="written"}' in metrics
+
+
+def test_an_unwritable_capture_directory_exits_2_before_the_engine_starts(demo_root):
+    from tests.conftest import demo_env
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    env = demo_env(SAGEMAKER_BIND_TO_PORT=str(port), SERVING_CAPTURE_DIR="/etc/hostname/capture")
+    result = subprocess.run(
+        [sys.executable, "-m", "serving", "serve"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == exit_codes.BAD_CONFIG
+    assert "SERVING_CAPTURE_DIR" in result.stdout
+    assert "starting engine" not in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr

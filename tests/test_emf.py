@@ -1,0 +1,102 @@
+"""CloudWatch without an agent: EMF lines on stdout, valid by the specification, carrying
+the interval's speculation and traffic."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import httpx
+import jsonschema
+
+from serving.emf import Totals, document
+from tests.conftest import TRAINED
+
+SCHEMA = json.loads((Path(__file__).parent / "data" / "emf-schema.json").read_text())
+CODE = {
+    "messages": [{"role": "user", "content": "def is_prime(n):"}],
+    "max_tokens": 48,
+    "temperature": 0,
+}
+
+
+def check_emf(line: dict) -> None:
+    """The schema, plus the spec's rule that every reference names a root member: metrics
+    a number (or at most 100 numbers), dimensions a string."""
+    jsonschema.validate(line, SCHEMA)
+    for directive in line["_aws"]["CloudWatchMetrics"]:
+        for metric in directive["Metrics"]:
+            value = line[metric["Name"]]
+            assert isinstance(value, int | float) and not isinstance(value, bool), metric
+        for dimension_set in directive["Dimensions"]:
+            for name in dimension_set:
+                assert isinstance(line[name], str), name
+
+
+def emf_lines(log: str) -> list[dict]:
+    return [json.loads(line) for line in log.splitlines() if line.startswith('{"_aws"')]
+
+
+def test_an_interval_with_drafts_reports_acceptance_per_position():
+    before = Totals(
+        drafts=10, draft_tokens=30, accepted=15, accepted_by_position={0: 8, 1: 5, 2: 2}
+    )
+    now = Totals(
+        drafts=20,
+        draft_tokens=60,
+        accepted=35,
+        accepted_by_position={0: 18, 1: 12, 2: 5},
+        generation_tokens=200,
+        requests=4,
+        errors=1,
+        overloaded=2,
+    )
+    line = document(before, now, 10.0, 3, {"EndpointName": "e", "VariantName": "v"}, 1)
+    check_emf(line)
+    assert line["AcceptanceRate"] == round(20 / 30, 6)
+    assert line["MeanAcceptanceLength"] == 3.0
+    assert [line[f"AcceptanceRatePosition{p}"] for p in (1, 2, 3)] == [1.0, 0.7, 0.3]
+    assert line["OutputTokensPerSecond"] == 20.0
+    assert (line["Requests"], line["Errors"], line["Throttled"], line["InFlight"]) == (4, 1, 2, 3)
+    assert line["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["EndpointName", "VariantName"]]
+
+
+def test_an_interval_without_drafts_reports_no_acceptance():
+    line = document(Totals(), Totals(requests=1), 60.0, 0, {}, 1)
+    check_emf(line)
+    assert "AcceptanceRate" not in line
+    assert line["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [[]]
+
+
+def test_the_container_writes_valid_emf_lines_with_the_intervals_speculation(peagle):
+    # The peagle container writes a line every 2 s (SERVING_EMF_INTERVAL_SECONDS=2).
+    start = len(peagle.log_text())
+    answer = httpx.post(f"{peagle.url}/invocations", json=CODE, timeout=120)
+    assert answer.status_code == 200
+    deadline = time.monotonic() + 20
+    lines: list[dict] = []
+    while time.monotonic() < deadline and not any(line["Requests"] for line in lines):
+        time.sleep(0.5)
+        lines = emf_lines(peagle.log_text()[start:])
+    assert lines, "no EMF line within 20 s"
+    for line in lines:
+        check_emf(line)
+    busy = [line for line in lines if line["Requests"] >= 1]
+    assert busy, lines
+    if any("MeanAcceptanceLength" in line for line in lines):
+        with_drafts = [line for line in lines if "MeanAcceptanceLength" in line]
+        assert all(line["MeanAcceptanceLength"] >= 1.0 for line in with_drafts)
+        assert all("AcceptanceRatePosition1" in line for line in with_drafts)
+        if TRAINED:
+            assert max(line["MeanAcceptanceLength"] for line in with_drafts) >= 1.5
+    else:
+        raise AssertionError(f"no interval carried the request's drafts: {lines}")
+    assert sum(line["OutputTokensPerSecond"] for line in lines) > 0
+
+
+def test_interval_zero_writes_no_emf_line(plain):
+    # The plain container runs with SERVING_EMF_INTERVAL_SECONDS=0; it has served requests
+    # for the whole session by the time this runs, which would be many lines at 60 s.
+    assert httpx.post(f"{plain.url}/invocations", json=CODE, timeout=120).status_code == 200
+    assert emf_lines(plain.log_text()) == []
