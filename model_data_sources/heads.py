@@ -165,6 +165,21 @@ class DraftHead(nn.Module):
         return self.lm_head(self.norm(hidden)), hidden, cache
 
     def state_dict_for_vllm(self) -> dict[str, Tensor]:
+        return {
+            name: tensor.detach().to(torch.float32).contiguous()
+            for name, tensor in self.vllm_parameters().items()
+        }
+
+    def load_vllm_state(self, state: dict[str, Tensor]) -> None:
+        """The inverse of `state_dict_for_vllm`: a written head's weights, loaded back."""
+        parameters = self.vllm_parameters()
+        if set(state) != set(parameters):
+            raise ValueError(f"head weights differ: {sorted(set(state) ^ set(parameters))}")
+        with torch.no_grad():
+            for name, parameter in parameters.items():
+                parameter.copy_(state[name].view_as(parameter))
+
+    def vllm_parameters(self) -> dict[str, Tensor]:
         names = {
             "fc.weight": self.fc.weight,
             "norm.weight": self.norm.weight,
@@ -174,9 +189,7 @@ class DraftHead(nn.Module):
             names |= layer.named_weights(f"layers.{index}.")
         if self.mask_hidden is not None:
             names["mask_hidden"] = self.mask_hidden
-        return {
-            name: tensor.detach().to(torch.float32).contiguous() for name, tensor in names.items()
-        }
+        return names
 
 
 # ---- Training layouts -------------------------------------------------------------------

@@ -1,0 +1,171 @@
+"""Fine-tune the trained demo P-EAGLE head on a training set exported from captured traffic
+(`python -m capture export`, OpenAI chat JSONL), as a user would retrain a head on an
+endpoint's own requests.
+
+The head learns from the target's own greedy answers to the captured prompts (regenerated
+here, so the hidden states and the tokens are exactly the target's), mixed with a replay of
+the prompts it was first trained on, so that what it knew is not forgotten. The target is
+unchanged; the new head is written next to it in an /opt/ml tree of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+from tqdm import tqdm
+from transformers import AutoTokenizer, LlamaForCausalLM
+
+from model_data_sources import training
+from model_data_sources.corpus import build_corpus, chat_text
+from model_data_sources.heads import DraftHead
+from model_data_sources.tokenizer import MASK
+from model_data_sources.trained import SEED, THREADS, Recipe, head_shape, split, write_head
+
+
+@dataclass(frozen=True)
+class FinetuneRecipe:
+    new_tokens: int = 64  # the captured answers' length
+    replay_prompts: int = 96  # of the head's original (code) prompts, mixed in
+    eval_prompts: int = 16  # of the captured ones, held out for the offline figures
+    epochs: int = 4
+    batch: int = 8
+    lr: float = 1e-3
+
+
+def captured_prompts(training_set: Path) -> list[list[dict]]:
+    """Each conversation's messages up to (not including) the final assistant answer."""
+    prompts = []
+    for line in training_set.read_text().splitlines():
+        messages = json.loads(line)["messages"]
+        if messages and messages[-1]["role"] == "assistant":
+            prompts.append(messages[:-1])
+    return prompts
+
+
+def load_head(head_dir: Path, recipe: Recipe) -> DraftHead:
+    head = DraftHead(head_shape(recipe), parallel=True)
+    head.load_vllm_state(load_file(str(head_dir / "model.safetensors")))
+    return head
+
+
+def features_for(
+    target: LlamaForCausalLM,
+    prompts: list[list[int]],
+    recipe: Recipe,
+    new_tokens: int,
+    pad_id: int,
+    name: str,
+) -> training.Features:
+    with tqdm(total=len(prompts), desc=f"generate {name}", unit="seq") as progress:
+        sequences = training.generate_greedy(target, prompts, new_tokens, 32, pad_id, progress)
+    with tqdm(total=len(sequences), desc=f"features {name}", unit="seq") as progress:
+        return training.target_features(
+            target, sequences, list(map(len, prompts)), recipe.aux_layer_ids, 16, pad_id, progress
+        )
+
+
+def concat(parts: list[training.Features]) -> training.Features:
+    """Feature sets of different lengths as one, right-padded to the longest."""
+    length = max(part.tokens.shape[1] for part in parts)
+
+    def padded(tensor: torch.Tensor) -> torch.Tensor:
+        pad = [0, 0] * (tensor.dim() - 2) + [0, length - tensor.shape[1]]
+        return torch.nn.functional.pad(tensor, pad)
+
+    return training.Features(
+        tokens=torch.cat([padded(part.tokens) for part in parts]),
+        aux=torch.cat([padded(part.aux) for part in parts]),
+        greedy=torch.cat([padded(part.greedy) for part in parts]),
+        lengths=torch.cat([part.lengths for part in parts]),
+        prompt_lengths=torch.cat([part.prompt_lengths for part in parts]),
+    )
+
+
+def finetune(
+    opt_ml: Path,
+    training_set: Path,
+    out: Path,
+    recipe: Recipe | None = None,
+    tune: FinetuneRecipe | None = None,
+) -> dict:
+    """Write `out` (model/ linked to opt_ml's target, the fine-tuned head in channel eagle)
+    and return a report: the offline acceptance of both heads on held-out captured prompts."""
+    recipe, tune = recipe or Recipe(), tune or FinetuneRecipe()
+    torch.set_num_threads(THREADS)
+    training.deterministic(SEED)
+    started = time.monotonic()
+    target_dir = opt_ml / "model"
+    base_dir = opt_ml / "additional-model-data-sources" / "eagle"
+    tokenizer = AutoTokenizer.from_pretrained(target_dir)
+    target = LlamaForCausalLM.from_pretrained(target_dir, torch_dtype=torch.float32).eval()
+    pad_id = tokenizer.pad_token_id
+
+    conversations = captured_prompts(training_set)
+    if len(conversations) <= tune.eval_prompts:
+        raise SystemExit(
+            f"{training_set} holds {len(conversations)} conversations; fine-tuning needs more "
+            f"than {tune.eval_prompts} (capture more requests)."
+        )
+    captured = [
+        tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        for messages in conversations
+    ]
+    captured = [prompt for prompt in captured if len(prompt) <= recipe.max_prompt_tokens]
+    replay = [
+        tokenizer(chat_text(sample, with_answer=False), add_special_tokens=False)["input_ids"]
+        for sample in build_corpus(SEED, recipe.prompts).prompt_samples[: tune.replay_prompts]
+    ]
+    replay = [prompt for prompt in replay if len(prompt) <= recipe.max_prompt_tokens]
+    new = features_for(target, captured, recipe, tune.new_tokens, pad_id, "captured")
+    old = features_for(target, replay, recipe, tune.new_tokens, pad_id, "replay  ")
+    held_out = new.tokens.shape[0] - tune.eval_prompts
+    train = concat([split(new, slice(0, held_out)), old])
+    evaluation = split(new, slice(held_out, None))
+
+    embed = target.get_input_embeddings()
+    embed.requires_grad_(False)
+    mask_id = tokenizer.convert_tokens_to_ids(MASK)
+    logits_fn = training.peagle_fn(embed, mask_id, recipe.depth)
+    base = load_head(base_dir, recipe)
+    base_accuracy, base_lengths = training.acceptance(base, logits_fn, evaluation, recipe.depth)
+    head = load_head(base_dir, recipe)
+    steps = tune.epochs * (train.tokens.shape[0] // tune.batch)
+    with tqdm(total=steps, desc="fine-tune", unit="step") as progress:
+        losses = training.train_head(
+            head, logits_fn, train, tune.batch, tune.epochs, recipe.anchors, tune.lr, SEED + 3,
+            progress,
+        )  # fmt: skip
+    accuracy, lengths = training.acceptance(head, logits_fn, evaluation, recipe.depth)
+
+    out_target = out / "model"
+    if out_target.is_symlink() or out_target.exists():
+        out_target.unlink() if out_target.is_symlink() else shutil.rmtree(out_target)
+    out.mkdir(parents=True, exist_ok=True)
+    out_target.symlink_to(target_dir.resolve(), target_is_directory=True)
+    head_dir = out / "additional-model-data-sources" / "eagle"
+    write_head(head_dir, head, target_dir, recipe, mask_id, parallel=True)
+    return {
+        "training_set": str(training_set),
+        "captured_prompts": len(captured),
+        "replay_prompts": len(replay),
+        "held_out_prompts": tune.eval_prompts,
+        "loss_first": losses[0],
+        "loss_last10": sum(losses[-10:]) / min(10, len(losses)),
+        "offline_held_out": {
+            "base": {
+                "accuracy_per_offset": [round(a, 3) for a in base_accuracy],
+                "acceptance_length_at_k": [round(v, 3) for v in base_lengths],
+            },
+            "fine_tuned": {
+                "accuracy_per_offset": [round(a, 3) for a in accuracy],
+                "acceptance_length_at_k": [round(v, 3) for v in lengths],
+            },
+        },  # fmt: skip
+        "seconds": round(time.monotonic() - started, 1),
+    }
