@@ -36,7 +36,7 @@ DURATION ?= 60
 BODY_CLIENTS ?= 32
 BODY_MB ?= 5
 
-.PHONY: help setup demo-model trained-model serve check test bench load load-bodies lint format image image-cpu image-test clean
+.PHONY: help setup demo-model trained-model serve check test bench load load-bodies lint format image image-cpu image-test retrain-demo clean
 
 help:
 	@echo "make serve   set up, build the demo model, serve it on port $(PORT) with P-EAGLE"
@@ -47,6 +47,7 @@ help:
 	@echo "make bench   configuration sweep on local demo containers (build/bench/sweep.md, sweep.png)"
 	@echo "make load    $(CLIENTS) clients for $(DURATION) s against the container on port $(PORT)"
 	@echo "make load-bodies  $(BODY_CLIENTS) clients posting $(BODY_MB) MiB payloads; /ping latency"
+	@echo "make retrain-demo  capture prose requests, fine-tune the head on them, compare both heads"
 	@echo "make local-runtime  SageMaker Runtime on port $(RUNTIME_PORT) for boto3, in front of port $(PORT)"
 	@echo "make lint    ruff and hadolint"
 	@echo "make image   build the GPU image (image-cpu: the same on a CPU vLLM base)"
@@ -92,6 +93,9 @@ load: setup
 load-bodies: setup
 	$(PY) -m bench load --url http://127.0.0.1:$(PORT) --body-mb $(BODY_MB) \
 		--clients $(BODY_CLIENTS) --duration $(DURATION)
+
+retrain-demo: trained-model
+	$(PY) -m bench retrain --opt-ml-root $(TRAINED_ROOT)
 
 local-runtime: setup
 	$(PY) -m local_runtime --port $(RUNTIME_PORT) --container-url http://127.0.0.1:$(PORT)

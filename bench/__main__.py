@@ -7,6 +7,8 @@
   load        N clients for T seconds; counts completed, refused, errors, lost; /ping latency
               (--body-mb 5: clients post 5 MiB chat payloads; /ping every 20 ms)
   coldstart   time to the first /ping 200, front and bare vLLM side by side
+  image       the built image against the host process: start-up, docker stop, engine kill
+  retrain     capture a prose workload, fine-tune the P-EAGLE head on it, compare both heads
 
 run, overhead, crosscheck and load take --url of a running container, or --start CONFIG
 (none, eagle3:K or peagle:K) to start a local one for the duration.
@@ -17,9 +19,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench.commands import coldstart, crosscheck, image, load, overhead, run, sweep
+from bench.commands import coldstart, crosscheck, image, load, overhead, retrain, run, sweep
 
-COMMANDS = (run, sweep, overhead, crosscheck, load, coldstart, image)
+COMMANDS = (run, sweep, overhead, crosscheck, load, coldstart, image, retrain)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -48,6 +48,12 @@ def captured_prompts(training_set: Path) -> list[list[dict]]:
     return prompts
 
 
+def chat_prompt_ids(tokenizer, messages: list[dict]) -> list[int]:
+    """The prompt's tokens as vLLM's chat route makes them: the template, then the text."""
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
 def load_head(head_dir: Path, recipe: Recipe) -> DraftHead:
     head = DraftHead(head_shape(recipe), parallel=True)
     head.load_vllm_state(load_file(str(head_dir / "model.safetensors")))
@@ -112,10 +118,7 @@ def finetune(
             f"{training_set} holds {len(conversations)} conversations; fine-tuning needs more "
             f"than {tune.eval_prompts} (capture more requests)."
         )
-    captured = [
-        tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-        for messages in conversations
-    ]
+    captured = [chat_prompt_ids(tokenizer, messages) for messages in conversations]
     captured = [prompt for prompt in captured if len(prompt) <= recipe.max_prompt_tokens]
     replay = [
         tokenizer(chat_text(sample, with_answer=False), add_special_tokens=False)["input_ids"]

@@ -1,0 +1,39 @@
+"""`retrain`: capture a new workload, fine-tune the head on it, compare both heads."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from bench.commands.common import add_local_command, drafter_of
+from bench.container import parse_configuration
+
+HELP = (
+    "the retraining loop on the demo pair: capture prose requests, export, fine-tune the "
+    "P-EAGLE head, then both heads side by side on held-out prose and HumanEval"
+)
+
+
+def add_parser(commands: Any) -> None:
+    parser = add_local_command(commands, "retrain", command, HELP)
+    parser.set_defaults(config="peagle:7", out_dir=Path("build/retrain"))
+    parser.add_argument(
+        "--code-prompts", type=int, default=32, help="HumanEval prompts in the comparison"
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    from bench import retrain
+
+    configuration = parse_configuration(args.config, drafter_of(args))
+    if configuration.method != "peagle":
+        raise SystemExit(f"--config {args.config}: the loop retrains a P-EAGLE head; use peagle:K.")
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    result = retrain.run_loop(
+        configuration, args.opt_ml_root.absolute(), args.out_dir.absolute(), args.code_prompts
+    )
+    retrain.write(result, args.out_dir)
+    print(retrain.table(result))
+    print(f"whole loop {result['seconds']} s; figures in {args.out_dir / 'retrain.json'}")
+    return 0
