@@ -1,6 +1,9 @@
 """The runtime's two routes, InvokeEndpoint and InvokeEndpointWithResponseStream, relayed to
 the container's /invocations as SageMaker relays them. Any endpoint name reaches the one
-container."""
+container.
+
+Both routes are raw ASGI apps under Starlette's router: the relay is the runtime's hot path,
+and Starlette's Request and Response objects cost more there than the routes need."""
 
 from __future__ import annotations
 
@@ -8,16 +11,18 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
-import httpx
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from local_runtime import event_stream
+from local_runtime.asgi import read_body, request_headers, send_answer
+from local_runtime.container import Answer, ContainerClient, ContainerError, StreamedAnswer
 from local_runtime.errors import (
     CONTAINER_NAME,
     LOCAL_ACCOUNT,
@@ -48,50 +53,56 @@ class Runtime:
         # SageMaker does not align PayloadParts with the container's events; cutting parts
         # to this size shows whether a client copes (None: one part per container chunk).
         self.part_bytes = part_bytes
-        self.http = httpx.AsyncClient(
-            base_url=container_url,
-            timeout=httpx.Timeout(invoke_timeout, connect=PING_TIMEOUT_SECONDS),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
-        )
+        self.container = ContainerClient(container_url, connect_timeout=PING_TIMEOUT_SECONDS)
         self.in_service = False
 
     async def check_in_service(self) -> bool:
         if not self.in_service:
             try:
-                ping = await self.http.get("/ping", timeout=PING_TIMEOUT_SECONDS)
-                self.in_service = ping.status_code == 200
-            except httpx.HTTPError:
+                async with asyncio.timeout(PING_TIMEOUT_SECONDS):
+                    ping = await self.container.fetch("GET", "/ping", {})
+                self.in_service = ping.status == 200
+            except (ContainerError, TimeoutError):
                 pass
         return self.in_service
 
     async def aclose(self) -> None:
-        await self.http.aclose()
+        self.container.close()
 
 
-async def refusal(runtime: Runtime, request: Request, request_id: str) -> Response | None:
+class Call:
+    """One client call as SageMaker sees it: its endpoint name, headers and request id."""
+
+    def __init__(self, scope: Scope):
+        self.endpoint_name: str = scope["path_params"]["endpoint_name"]
+        self.headers = request_headers(scope)
+        self.request_id = str(uuid.uuid4())
+
+
+async def refusal(runtime: Runtime, call: Call) -> Response | None:
     """SageMaker's checks before the container sees the request."""
-    name = request.path_params["endpoint_name"]
-    if len(request.headers.get("x-amzn-sagemaker-custom-attributes", "")) > CUSTOM_ATTRIBUTES_MAX:
+    attributes = call.headers.get("x-amzn-sagemaker-custom-attributes", "")
+    if len(attributes) > CUSTOM_ATTRIBUTES_MAX:
         return validation_error(
             "1 validation error detected: Value at 'customAttributes' failed to satisfy "
             f"constraint: Member must have length less than or equal to {CUSTOM_ATTRIBUTES_MAX}",
-            request_id,
+            call.request_id,
         )
     if not await runtime.check_in_service():
-        log.info("%s: the container's /ping has not answered 200 yet", name)
+        log.info("%s: the container's /ping has not answered 200 yet", call.endpoint_name)
         return validation_error(
-            f"Endpoint {name} of account {LOCAL_ACCOUNT} not found.", request_id
+            f"Endpoint {call.endpoint_name} of account {LOCAL_ACCOUNT} not found.",
+            call.request_id,
         )
     return None
 
 
-async def read_limited(request: Request) -> bytes | None:
+async def read_limited(call: Call, receive: Receive) -> bytes | None:
     """The body, or None once it is over SageMaker's limit."""
-    declared = request.headers.get("content-length", "")
+    declared = call.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         return None
-    body = await request.body()
-    return body if len(body) <= MAX_BODY_BYTES else None
+    return await read_body(receive, MAX_BODY_BYTES)
 
 
 def too_large(request_id: str) -> Response:
@@ -102,115 +113,146 @@ def too_large(request_id: str) -> Response:
     )
 
 
-def original_message(response: httpx.Response) -> str:
-    return response.content.decode(errors="replace")
+def original_message(body: bytes) -> str:
+    return body.decode(errors="replace")
 
 
-def create_app(runtime: Runtime) -> Starlette:
-    async def invoke(request: Request) -> Response:
-        request_id = str(uuid.uuid4())
-        name = request.path_params["endpoint_name"]
+def container_failed(error: ContainerError) -> str:
+    return (
+        f"The connection to container {CONTAINER_NAME} failed ({error}); see the container's log."
+    )
+
+
+class InvokeEndpoint:
+    """The whole answer at once."""
+
+    def __init__(self, runtime: Runtime):
+        self.runtime = runtime
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        call = Call(scope)
         started = time.monotonic()
-        body = await read_limited(request)
+        try:
+            answer = await self.relay(call, receive)
+        except ClientDisconnect:
+            return
+        if isinstance(answer, Response):
+            await answer(scope, receive, send)
+            return
+        elapsed_ms = 1000 * (time.monotonic() - started)
+        if answer.status >= 400:
+            message = original_message(answer.body)
+            failed = model_error(call.endpoint_name, answer.status, message, call.request_id)
+            await failed(scope, receive, send)
+        else:
+            headers = to_client(answer.headers, call.headers, call.request_id)
+            await send_answer(send, headers, answer.body, answer.headers.get("content-type"))
+        # Once the answer has gone: the client need not wait for the log line.
+        log.info("%s invocations %d %.1f ms", call.endpoint_name, answer.status, elapsed_ms)
+
+    async def relay(self, call: Call, receive: Receive) -> Answer | Response:
+        """The container's answer, or what SageMaker answers in its place."""
+        body = await read_limited(call, receive)
         if body is None:
-            return too_large(request_id)
-        if (refused := await refusal(runtime, request, request_id)) is not None:
+            return too_large(call.request_id)
+        if (refused := await refusal(self.runtime, call)) is not None:
             return refused
         try:
-            async with asyncio.timeout(runtime.invoke_timeout):
-                answer = await runtime.http.post(
-                    "/invocations", content=body, headers=to_container(request.headers, False)
+            async with asyncio.timeout(self.runtime.invoke_timeout):
+                return await self.runtime.container.fetch(
+                    "POST", "/invocations", to_container(call.headers, False), body
                 )
         except TimeoutError:
-            return model_error(name, 0, TIMED_OUT, request_id)
-        except httpx.HTTPError as error:
-            return model_error(name, 0, container_failed(error), request_id)
-        log.info(
-            "%s invocations %d %.1f ms",
-            name,
-            answer.status_code,
-            1000 * (time.monotonic() - started),
-        )
-        if answer.status_code >= 400:
-            return model_error(name, answer.status_code, original_message(answer), request_id)
-        headers = to_client(answer.headers, request.headers, request_id)
-        return Response(
-            answer.content,
-            status_code=200,
-            headers=headers,
-            media_type=answer.headers.get("content-type"),
-        )
+            return model_error(call.endpoint_name, 0, TIMED_OUT, call.request_id)
+        except ContainerError as error:
+            return model_error(call.endpoint_name, 0, container_failed(error), call.request_id)
 
-    async def invoke_stream(request: Request) -> Response:
-        request_id = str(uuid.uuid4())
-        name = request.path_params["endpoint_name"]
-        body = await read_limited(request)
-        if body is None:
-            return too_large(request_id)
-        if (refused := await refusal(runtime, request, request_id)) is not None:
-            return refused
-        upstream_request = runtime.http.build_request(
-            "POST", "/invocations", content=body, headers=to_container(request.headers, True)
-        )
+
+class InvokeEndpointWithResponseStream:
+    """The answer as it comes, in event-stream PayloadParts."""
+
+    def __init__(self, runtime: Runtime):
+        self.runtime = runtime
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            async with asyncio.timeout(runtime.invoke_timeout):
-                upstream = await runtime.http.send(upstream_request, stream=True)
+            answer = await self.relay(Call(scope), receive)
+        except ClientDisconnect:
+            return
+        await answer(scope, receive, send)
+
+    async def relay(self, call: Call, receive: Receive) -> Response:
+        body = await read_limited(call, receive)
+        if body is None:
+            return too_large(call.request_id)
+        if (refused := await refusal(self.runtime, call)) is not None:
+            return refused
+        name = call.endpoint_name
+        try:
+            async with asyncio.timeout(self.runtime.invoke_timeout):
+                upstream = await self.runtime.container.stream(
+                    "/invocations",
+                    to_container(call.headers, True),
+                    body,
+                    read_timeout=self.runtime.invoke_timeout,
+                )
+                if upstream.status >= 400:
+                    try:
+                        message = original_message(await upstream.read())
+                    finally:
+                        upstream.close()
+                    return model_error(name, upstream.status, message, call.request_id)
         except TimeoutError:
-            return model_error(name, 0, TIMED_OUT, request_id)
-        except httpx.HTTPError as error:
-            return model_error(name, 0, container_failed(error), request_id)
-        if upstream.status_code >= 400:
-            await upstream.aread()
-            await upstream.aclose()
-            return model_error(name, upstream.status_code, original_message(upstream), request_id)
-        headers = to_client(upstream.headers, request.headers, request_id)
-        headers["X-Amzn-SageMaker-Content-Type"] = upstream.headers.get(
-            "content-type", "application/octet-stream"
-        )
+            return model_error(name, 0, TIMED_OUT, call.request_id)
+        except ContainerError as error:
+            return model_error(name, 0, container_failed(error), call.request_id)
         return StreamingResponse(
-            payload_parts(upstream, name, runtime.part_bytes),
-            headers=headers,
+            payload_parts(upstream, name, self.runtime.part_bytes),
+            headers=stream_headers(upstream.headers, call),
             media_type=event_stream.CONTENT_TYPE,
         )
 
+
+def stream_headers(container_headers: Mapping[str, str], call: Call) -> dict[str, str]:
+    headers = to_client(container_headers, call.headers, call.request_id)
+    headers["X-Amzn-SageMaker-Content-Type"] = container_headers.get(
+        "content-type", "application/octet-stream"
+    )
+    return headers
+
+
+async def payload_parts(
+    upstream: StreamedAnswer, endpoint_name: str, part_bytes: int | None
+) -> AsyncIterator[bytes]:
+    """One PayloadPart per chunk as the container sent it (or per `part_bytes` of it); a
+    broken stream ends in a ModelStreamError frame, which boto3 raises from the client's
+    loop."""
+    try:
+        async for chunk in upstream.chunks():
+            step = part_bytes or len(chunk)
+            for start in range(0, len(chunk), step or 1):
+                yield event_stream.payload_part(chunk[start : start + step])
+    except ContainerError as error:
+        log.info("%s: the container's stream broke: %s", endpoint_name, error)
+        yield event_stream.stream_exception(
+            "ModelStreamError", container_failed(error), error_code="StreamBroken"
+        )
+    finally:
+        upstream.close()
+
+
+def create_app(runtime: Runtime) -> Starlette:
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         yield
         await runtime.aclose()
 
     routes = [
-        Route("/endpoints/{endpoint_name}/invocations", invoke, methods=["POST"]),
+        Route("/endpoints/{endpoint_name}/invocations", InvokeEndpoint(runtime), methods=["POST"]),
         Route(
             "/endpoints/{endpoint_name}/invocations-response-stream",
-            invoke_stream,
+            InvokeEndpointWithResponseStream(runtime),
             methods=["POST"],
         ),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
-
-
-async def payload_parts(
-    upstream: httpx.Response, endpoint_name: str, part_bytes: int | None
-) -> AsyncIterator[bytes]:
-    """One PayloadPart per chunk as the container sent it (or per `part_bytes` of it); a
-    broken stream ends in a ModelStreamError frame, which boto3 raises from the client's
-    loop."""
-    try:
-        async for chunk in upstream.aiter_raw():
-            step = part_bytes or len(chunk)
-            for start in range(0, len(chunk), step or 1):
-                yield event_stream.payload_part(chunk[start : start + step])
-    except httpx.HTTPError as error:
-        log.info("%s: the container's stream broke: %s", endpoint_name, error)
-        yield event_stream.stream_exception(
-            "ModelStreamError", container_failed(error), error_code="StreamBroken"
-        )
-    finally:
-        await upstream.aclose()
-
-
-def container_failed(error: httpx.HTTPError) -> str:
-    detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    return (
-        f"The connection to container {CONTAINER_NAME} failed ({detail}); see the container's log."
-    )
