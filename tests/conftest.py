@@ -111,6 +111,17 @@ def demo_env(**overrides: str) -> dict[str, str]:
     return host_environment(OPT_ML_ROOT=str(DEMO_ROOT), **overrides)
 
 
+def serve_until_exit(env: Mapping[str, str]) -> subprocess.CompletedProcess:
+    """`python -m serving serve` with `env`, for a start-up that must fail before vLLM."""
+    return subprocess.run(
+        [sys.executable, "-m", "serving", "serve"],
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 @pytest.fixture(scope="session")
 def demo_root() -> Path:
     if not TRAINED:  # the random pair builds in seconds; the trained one is `make trained-model`

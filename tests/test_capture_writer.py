@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -111,19 +109,13 @@ def test_the_container_captures_json_and_streamed_answers_with_their_acceptance(
 
 
 def test_an_unwritable_capture_directory_exits_2_before_the_engine_starts(demo_root):
-    from tests.conftest import demo_env
+    from tests.conftest import demo_env, serve_until_exit
 
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
     env = demo_env(SAGEMAKER_BIND_TO_PORT=str(port), SERVING_CAPTURE_DIR="/etc/hostname/capture")
-    result = subprocess.run(
-        [sys.executable, "-m", "serving", "serve"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = serve_until_exit(env)
     assert result.returncode == exit_codes.BAD_CONFIG
     assert "SERVING_CAPTURE_DIR" in result.stdout
     assert "starting engine" not in result.stdout

@@ -227,23 +227,14 @@ def test_ctrl_c_twice_while_loading_leaves_no_engine_behind(demo_root, tmp_path)
 
 def test_a_taken_port_exits_4_before_the_engine_starts(demo_root):
     import socket
-    import subprocess
-    import sys
 
-    from tests.conftest import demo_env
+    from tests.conftest import demo_env, serve_until_exit
 
     with socket.socket() as taken:
         taken.bind(("0.0.0.0", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        env = demo_env(SAGEMAKER_BIND_TO_PORT=str(port))
-        result = subprocess.run(
-            [sys.executable, "-m", "serving", "serve"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        result = serve_until_exit(demo_env(SAGEMAKER_BIND_TO_PORT=str(port)))
     assert result.returncode == exit_codes.FRONT_FAILED
     assert "SAGEMAKER_BIND_TO_PORT" in result.stdout
     assert "starting engine" not in result.stdout

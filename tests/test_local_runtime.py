@@ -18,7 +18,6 @@ from pathlib import Path
 import boto3
 import httpx
 import pytest
-import uvicorn
 from botocore.config import Config
 from botocore.eventstream import EventStreamBuffer
 from botocore.exceptions import EventStreamError
@@ -27,6 +26,7 @@ from bench.client import SseSplitter
 from bench.container import free_port
 from local_runtime import event_stream
 from local_runtime.app import MAX_BODY_BYTES, Runtime, create_app
+from tests.in_process import serving
 
 CHAT = {
     "messages": [{"role": "user", "content": "What is deep learning?"}],
@@ -35,23 +35,9 @@ CHAT = {
 }
 
 
-@contextlib.contextmanager
-def local_runtime(container_url: str, **options) -> Iterator[str]:
+def local_runtime(container_url: str, **options):
     """The runtime on a free loopback port, in this process, for the block's duration."""
-    port = free_port()
-    app = create_app(Runtime(container_url, **options))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "runtime did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    return serving(create_app(Runtime(container_url, **options)))
 
 
 def runtime_client(url: str):

@@ -13,35 +13,21 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-import uvicorn
 from botocore.exceptions import EventStreamError
 
 from bench.container import free_port
 from local_runtime.app import MAX_BODY_BYTES
 from local_runtime.container import ContainerClient, ContainerError
 from tests import standin_container
+from tests.in_process import serving
 from tests.test_local_runtime import local_runtime, runtime_client
 
 JSON = {"content-type": "application/json"}
 
 
-@contextlib.contextmanager
-def standin(port: int | None = None) -> Iterator[str]:
+def standin(port: int | None = None):
     """The stand-in container on a loopback port, in this process, for the block's duration."""
-    port = port or free_port()
-    config = uvicorn.Config(standin_container.app, host="127.0.0.1", port=port, log_level="error")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "stand-in did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    return serving(standin_container.app, port, log_level="error")
 
 
 @pytest.fixture(scope="module")
