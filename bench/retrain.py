@@ -66,13 +66,39 @@ def capture(configuration: Configuration, opt_ml: Path, out: Path, prompts: list
 
 def speculation_of(answer: httpx.Response) -> tuple[int, int, int]:
     """(draft tokens, accepted draft tokens, completion tokens) of one answer."""
+    answer.raise_for_status()
     body = answer.json()
     stats = body["metrics"]["speculative_decoding"]
-    return (
-        stats["num_draft_tokens"],
-        stats["num_accepted_draft_tokens"],
-        body["usage"]["completion_tokens"],
-    )
+    tokens = body["usage"]["completion_tokens"]
+    return stats["num_draft_tokens"], stats["num_accepted_draft_tokens"], tokens
+
+
+def measure(url: str, prompts: list[str], concurrency: int, progress: tqdm) -> dict[str, float]:
+    """The prompts with `concurrency` clients: acceptance from the answers, output tokens/s."""
+    with httpx.Client(base_url=url, timeout=120) as http, ThreadPoolExecutor(concurrency) as pool:
+
+        def send(prompt: str) -> tuple[int, int, int]:
+            counts = speculation_of(http.post("/invocations", json=chat(prompt)))
+            progress.update(1)
+            return counts
+
+        began = time.perf_counter()
+        results = list(pool.map(send, prompts))
+        seconds = time.perf_counter() - began
+    draft, accepted, tokens = (sum(column) for column in zip(*results, strict=True))
+    return {"draft": draft, "accepted": accepted, "tokens": tokens, "seconds": seconds}
+
+
+def row(workload: str, concurrency: int, head: str, counts: dict[str, float], k: int) -> dict:
+    steps = counts["draft"] / k  # each verify step drafts K tokens
+    length = 1 + counts["accepted"] / steps if steps else 1.0
+    return {
+        "workload": workload,
+        "concurrency": concurrency,
+        "head": head,
+        "mean_acceptance_length": round(length, 3),
+        "output_tokens_per_s": round(counts["tokens"] / counts["seconds"], 1),
+    }
 
 
 def compare(
@@ -80,9 +106,10 @@ def compare(
     heads: dict[str, Path],
     workloads: dict[str, list[str]],
     out: Path,
-) -> dict[str, dict[str, dict[str, float]]]:
-    """Every request to every head's container in turn (c=1): mean acceptance length and
-    output tokens/s per head and workload."""
+    concurrencies: tuple[int, ...] = (1, 4),
+) -> list[dict]:
+    """Each workload at each concurrency on each head's container in turn, both containers
+    up together: one row per (workload, concurrency, head)."""
     containers = {
         name: LocalContainer(
             replace(configuration, drafter=paths.channel_dir(opt_ml)),
@@ -91,46 +118,24 @@ def compare(
         )
         for name, opt_ml in heads.items()
     }
-    totals = {
-        head: {workload: [0, 0, 0, 0.0] for workload in workloads} for head in containers
-    }  # draft, accepted, tokens, seconds
+    rows = []
+    total = sum(map(len, workloads.values())) * len(containers) * len(concurrencies)
+    k = configuration.k or 1
     try:
         for container in containers.values():
             container.start()
         for container in containers.values():
             container.wait_ready()
-        requests = [(workload, prompt) for workload, items in workloads.items() for prompt in items]
-        with tqdm(total=len(requests) * len(containers), desc="compare ", unit="req") as progress:
-            for workload, prompt in requests:
-                for name, container in containers.items():
-                    began = time.perf_counter()
-                    answer = httpx.post(
-                        f"{container.url}/invocations", json=chat(prompt), timeout=120
-                    )
-                    elapsed = time.perf_counter() - began
-                    answer.raise_for_status()
-                    draft, accepted, tokens = speculation_of(answer)
-                    total = totals[name][workload]
-                    total[0] += draft
-                    total[1] += accepted
-                    total[2] += tokens
-                    total[3] += elapsed
-                    progress.update(1)
+        with tqdm(total=total, desc="compare ", unit="req") as progress:
+            for concurrency in concurrencies:
+                for workload, prompts in workloads.items():
+                    for name, container in containers.items():
+                        counts = measure(container.url, prompts, concurrency, progress)
+                        rows.append(row(workload, concurrency, name, counts, k))
     finally:
         for container in containers.values():
             container.stop()
-    k = configuration.k or 1
-    return {
-        head: {
-            workload: {
-                # 1 + accepted per verify step; each step drafts K tokens.
-                "mean_acceptance_length": round(1 + accepted / (draft / k), 3) if draft else 1.0,
-                "output_tokens_per_s": round(tokens / seconds, 1),
-            }
-            for workload, (draft, accepted, tokens, seconds) in by_workload.items()
-        }
-        for head, by_workload in totals.items()
-    }
+    return rows
 
 
 def workloads_for(held_out: list[str], code_prompts: int) -> dict[str, list[str]]:
@@ -169,22 +174,28 @@ def run_loop(configuration: Configuration, opt_ml: Path, out: Path, code_prompts
 
 
 def table(result: dict) -> str:
-    figures = result["side_by_side"]
+    rows = result["side_by_side"]
     lines = [
-        "| workload | head | mean acceptance length | output tok/s |",
-        "|---|---|---|---|",
+        "| workload | c | head | mean acceptance length | output tok/s |",
+        "|---|---|---|---|---|",
     ]
-    for workload in figures["base"]:
-        for head in figures:
-            row = figures[head][workload]
-            lines.append(
-                f"| {workload} | {head} | {row['mean_acceptance_length']} | "
-                f"{row['output_tokens_per_s']} |"
-            )
-    base, tuned = figures["base"], figures["fine-tuned"]
-    for workload in base:
-        ratio = tuned[workload]["mean_acceptance_length"] / base[workload]["mean_acceptance_length"]
-        lines.append(f"\n{workload}: fine-tuned / base acceptance length {ratio:.2f}x")
+    lines += [
+        f"| {row['workload']} | {row['concurrency']} | {row['head']} | "
+        f"{row['mean_acceptance_length']} | {row['output_tokens_per_s']} |"
+        for row in rows
+    ]
+    by_key = {(row["workload"], row["concurrency"], row["head"]): row for row in rows}
+    lines.append("")
+    for workload, concurrency, head in by_key:
+        if head != "fine-tuned":
+            continue
+        tuned, base = by_key[workload, concurrency, head], by_key[workload, concurrency, "base"]
+        length = tuned["mean_acceptance_length"] / base["mean_acceptance_length"]
+        speed = tuned["output_tokens_per_s"] / base["output_tokens_per_s"]
+        lines.append(
+            f"- {workload}, c={concurrency}: fine-tuned / base acceptance length {length:.2f}x, "
+            f"output tok/s {speed:.2f}x"
+        )
     return "\n".join(lines)
 
 

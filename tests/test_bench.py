@@ -88,3 +88,18 @@ def test_load_with_big_bodies_answers_every_request(peagle, tmp_path):
     assert all(int(status) < 500 for status in result["statuses"]), result["statuses"]
     assert result["pings"] > 0
     assert None not in (result[f"ping_ms_{stat}"] for stat in ("p50", "p95", "p99", "max"))
+
+
+def test_the_retrain_table_compares_the_heads_on_the_same_workload_and_concurrency():
+    from bench import retrain
+
+    base = {"draft": 70, "accepted": 30, "tokens": 40, "seconds": 2}
+    tuned = {"draft": 70, "accepted": 50, "tokens": 60, "seconds": 2}
+    rows = [
+        retrain.row("prose", 1, "base", base, 7),
+        retrain.row("prose", 1, "fine-tuned", tuned, 7),
+    ]
+    # 10 verify steps of K=7: 1 + 30/10 = 4.0 and 1 + 50/10 = 6.0 tokens per step.
+    assert [row["mean_acceptance_length"] for row in rows] == [4.0, 6.0]
+    text = retrain.table({"side_by_side": rows})
+    assert "prose, c=1: fine-tuned / base acceptance length 1.50x, output tok/s 1.50x" in text
