@@ -121,8 +121,13 @@ def document(
             ],
         },
         **dimensions,
-        **{name: round(value, 6) for name, (value, _) in values.items()},
+        **{name: number(value) for name, (value, _) in values.items()},
     }
+
+
+def number(value: float) -> int | float:
+    """Counts as integers, ratios and rates to six decimals."""
+    return int(value) if float(value).is_integer() else round(value, 6)
 
 
 class EmfReporter:
