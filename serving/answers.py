@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from serving import sse
 from serving.headers import RawHeaders
 
 # SageMaker hands a client only this one of the container's headers (as CustomAttributes).
@@ -80,7 +81,8 @@ def with_speculation(headers: RawHeaders, speculation: Speculation | None) -> Ra
 class AnswerWatcher:
     """Reads usage and speculation off an answer as it passes, JSON or server-sent events.
 
-    Large JSON answers are not buffered for it.
+    A JSON answer is parsed once, here, when it fits the buffer (`answer` then holds it for
+    the capture writer); larger ones are not buffered for it.
     """
 
     MAX_BUFFER = 1 << 20
@@ -89,7 +91,8 @@ class AnswerWatcher:
         self.is_json = content_type.startswith("application/json")
         self.is_stream = content_type.startswith("text/event-stream")
         self.buffer = bytearray()
-        self.pending_line = b""
+        self.events = sse.EventSplitter(max_pending=self.MAX_BUFFER)
+        self.answer: dict | None = None
         self.completion_tokens: int | None = None
         self.speculation: Speculation | None = None
 
@@ -97,25 +100,29 @@ class AnswerWatcher:
         if self.is_json and len(self.buffer) + len(chunk) <= self.MAX_BUFFER:
             self.buffer += chunk
         elif self.is_stream:
-            # Only the final usage chunk matters; an event may straddle two reads.
-            lines = (self.pending_line + chunk).split(b"\n")
-            self.pending_line = lines.pop()[-self.MAX_BUFFER :]
-            for line in lines:
-                if line.startswith(b"data: {") and b'"completion_tokens"' in line:
-                    self._take(line[len(b"data: ") :])
+            self._take_events(self.events.feed(chunk))
 
-    def _take(self, raw: bytes) -> None:
-        try:
-            answer = json.loads(raw)
-        except ValueError:
-            return
-        if not isinstance(answer, dict):
-            return
+    def finish(self) -> None:
+        if self.is_json and self.buffer:
+            try:
+                answer = json.loads(self.buffer)
+            except ValueError:
+                return
+            if isinstance(answer, dict):
+                self.answer = answer
+                self._take(answer)
+        elif self.is_stream:
+            self._take_events(self.events.finish())
+
+    def _take_events(self, events: list[bytes]) -> None:
+        # Only the final usage chunk matters.
+        for event in events:
+            if b'"completion_tokens"' in event:
+                for chunk in sse.chunks_of(sse.event_data(event) or ""):
+                    self._take(chunk)
+
+    def _take(self, answer: dict) -> None:
         usage = answer.get("usage")
         if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
             self.completion_tokens = usage["completion_tokens"]
         self.speculation = Speculation.from_answer(answer) or self.speculation
-
-    def finish(self) -> None:
-        if self.is_json and self.buffer:
-            self._take(bytes(self.buffer))

@@ -24,8 +24,9 @@ from serving import sse
 
 log = logging.getLogger("serving.capture")
 
-# Routes whose requests are chat or completion work worth training on.
-CAPTURED_ROUTES = {"/invocations", "/v1/chat/completions", "/v1/completions"}
+# Routes that take chat requests, the work a head is trained on; /invocations also takes
+# completion payloads, which the writer skips.
+CAPTURED_ROUTES = {"/invocations", "/v1/chat/completions"}
 QUEUE_RECORDS = 1024
 # An answer larger than this is not kept for capture (it would be held in memory).
 MAX_ANSWER_BYTES = 8 << 20
@@ -44,22 +45,29 @@ class Exchange:
     started: float  # time.time()
     latency_ms: float
     speculation: dict | None
+    # A JSON answer the relay already parsed (for its headers), so it is not parsed twice.
+    parsed_answer: dict | None = None
 
 
 def record(exchange: Exchange) -> dict | None:
-    """The JSON line for an exchange, or None if its request or answer is not JSON."""
+    """The JSON line for an exchange, or None if its request is not a JSON chat request or
+    its answer is not JSON."""
     try:
         request = json.loads(exchange.request)
     except ValueError:
         return None
+    if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
+        return None
     if exchange.streamed:
         answer = sse.reassemble_sse(exchange.answer)
+    elif exchange.parsed_answer is not None:
+        answer = exchange.parsed_answer
     else:
         try:
             answer = json.loads(exchange.answer)
         except ValueError:
             answer = None
-    if not isinstance(request, dict) or not isinstance(answer, dict):
+    if not isinstance(answer, dict):
         return None
     return {
         "request_id": exchange.request_id,
@@ -114,7 +122,8 @@ class Capture:
         self.records = Counter(
             "serving_capture_records",
             "Requests chosen for capture, by outcome (written; dropped: the writer was "
-            "behind; skipped: not JSON or too large; failed: the write failed).",
+            "behind; skipped: not a JSON chat request and answer, or too large; failed: "
+            "the write failed).",
             ["outcome"],
             registry=self.registry,
         )

@@ -17,9 +17,14 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from prometheus_client.parser import text_string_to_metric_families
-
-from serving.metrics import ACCEPTED, DRAFT_TOKENS, DRAFTS, FrontMetrics, spec_decode_totals
+from serving.metrics import (
+    ACCEPTED,
+    DRAFT_TOKENS,
+    DRAFTS,
+    SPEC_DECODE_COUNTERS,
+    FrontMetrics,
+    spec_decode_totals,
+)
 
 log = logging.getLogger("serving.emf")
 
@@ -44,13 +49,8 @@ class Totals:
 
 
 def engine_totals(engine_text: str) -> dict:
-    totals, by_position = spec_decode_totals(engine_text)
-    generated = sum(
-        sample.value
-        for family in text_string_to_metric_families(engine_text)
-        if family.name == GENERATION_TOKENS
-        for sample in family.samples
-        if sample.name.endswith("_total")
+    totals, by_position = spec_decode_totals(
+        engine_text, (*SPEC_DECODE_COUNTERS, GENERATION_TOKENS)
     )
     return {
         "drafts": totals.get(DRAFTS, 0.0),
@@ -59,7 +59,7 @@ def engine_totals(engine_text: str) -> dict:
         "accepted_by_position": {
             int(position): value for position, value in by_position.items() if position.isdigit()
         },
-        "generation_tokens": generated,
+        "generation_tokens": totals.get(GENERATION_TOKENS, 0.0),
     }
 
 

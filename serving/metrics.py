@@ -8,7 +8,7 @@ rates of vLLM's counters in PromQL for windows.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -22,12 +22,18 @@ ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
 
 
-def spec_decode_totals(engine_text: str) -> tuple[dict[str, float], dict[str, float]]:
-    """Counter totals (summed over engines) and accepted tokens by draft position."""
+SPEC_DECODE_COUNTERS = (DRAFTS, DRAFT_TOKENS, ACCEPTED)
+
+
+def spec_decode_totals(
+    engine_text: str, counters: Collection[str] = SPEC_DECODE_COUNTERS
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Totals of the named counters (summed over engines and labels; the spec-decode ones
+    unless told), and accepted tokens by draft position, in one pass over the text."""
     totals: dict[str, float] = defaultdict(float)
     by_position: dict[str, float] = defaultdict(float)
     for family in text_string_to_metric_families(engine_text):
-        if family.name not in (DRAFTS, DRAFT_TOKENS, ACCEPTED, ACCEPTED_PER_POSITION):
+        if family.name not in counters and family.name != ACCEPTED_PER_POSITION:
             continue
         for sample in family.samples:
             if not sample.name.endswith("_total"):

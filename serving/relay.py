@@ -184,6 +184,7 @@ class Relay:
                 started=wall_started,
                 latency_ms=(time.perf_counter() - started) * 1000,
                 speculation=None if speculation is None else speculation.record(),
+                parsed_answer=watcher.answer,
             )
         )
 

@@ -17,14 +17,41 @@ from typing import Any
 DONE = "[DONE]"
 
 
-def event_payloads(text: str) -> list[str]:
-    """The data of each event, in order: its `data:` lines joined by newlines."""
-    payloads = []
-    for event in text.replace("\r\n", "\n").replace("\r", "\n").split("\n\n"):
-        lines = [line[5:].removeprefix(" ") for line in event.split("\n") if line[:5] == "data:"]
-        if lines:
-            payloads.append("\n".join(lines))
-    return payloads
+class EventSplitter:
+    """A byte stream read in pieces of any size, split into its events (each closed by a
+    blank line). Lines may end in LF, CRLF or CR, and a piece may end anywhere, even
+    between CR and LF. `max_pending` bounds the unfinished event kept between pieces."""
+
+    def __init__(self, max_pending: int | None = None):
+        self.pending = b""
+        self.max_pending = max_pending
+
+    def feed(self, piece: bytes) -> list[bytes]:
+        """The events this piece completes, every line end made LF."""
+        data = self.pending + piece
+        # A final \r may be the first half of \r\n: keep it for the next piece.
+        held = b"\r" if data.endswith(b"\r") else b""
+        data = data[: len(data) - len(held)].replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        *events, rest = data.split(b"\n\n")
+        self.pending = rest + held
+        if self.max_pending is not None and len(self.pending) > self.max_pending:
+            self.pending = self.pending[-self.max_pending :]
+        return events
+
+    def finish(self) -> list[bytes]:
+        """The last event, when the stream ended without its blank line."""
+        rest, self.pending = self.pending.replace(b"\r", b"\n").rstrip(b"\n"), b""
+        return [rest] if rest else []
+
+
+def event_data(event: bytes) -> str | None:
+    """An event's data: its `data:` lines joined by newlines; None when it has none."""
+    lines = [
+        line[5:].removeprefix(b" ").decode("utf-8", errors="replace")
+        for line in event.split(b"\n")
+        if line[:5] == b"data:"
+    ]
+    return "\n".join(lines) if lines else None
 
 
 def chunks_of(payload: str) -> list[dict[str, Any]]:
@@ -136,9 +163,10 @@ def reassemble_sse(data: bytes | str) -> dict[str, Any] | None:
     """The chat.completion a stream of chat.completion.chunk events adds up to; None when
     the data holds no chat chunk (and no error event). A stream cut short still gives what
     arrived, with finish_reason None; an error event is kept as the answer's "error"."""
-    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    splitter = EventSplitter()
+    events = splitter.feed(data.encode() if isinstance(data, str) else data) + splitter.finish()
     reassembly = Reassembly()
-    for payload in event_payloads(text):
-        for chunk in chunks_of(payload):
+    for event in events:
+        for chunk in chunks_of(event_data(event) or ""):
             reassembly.add(chunk)
     return reassembly.answer()

@@ -70,9 +70,27 @@ def test_a_stream_is_captured_as_the_answer_it_spelled_out():
     assert line["request"] == CHAT
 
 
+def test_only_chat_requests_are_captured_and_a_parsed_answer_is_not_parsed_again():
+    answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "x"}}]}
+    chat = record(exchange(b"", request=json.dumps(CHAT).encode()))
+    assert chat is None  # an answer that is not JSON
+    chat = Exchange("id", "/invocations", 200, json.dumps(CHAT).encode(), b"", False, 0.0, 1.0,
+                    None, parsed_answer=answer)  # fmt: skip
+    assert record(chat)["response"] == answer
+    completion = json.dumps({"prompt": "def f(", "max_tokens": 4}).encode()
+    assert record(exchange(json.dumps(answer).encode(), request=completion)) is None
+
+
 def test_the_container_captures_json_and_streamed_answers_with_their_acceptance(peagle):
     ids = {"capture-json": False, "capture-stream": True}
     answers = {}
+    # A completion payload, sent first: the one writer has passed it by when the others are in.
+    completion = {"prompt": "def reverse(s):", "max_tokens": 4, "temperature": 0}
+    response = httpx.post(
+        f"{peagle.url}/invocations", json=completion, timeout=120,
+        headers={"X-Amzn-SageMaker-Inference-Id": "capture-completion"},
+    )  # fmt: skip
+    assert response.status_code == 200, response.text
     for inference_id, stream in ids.items():
         headers = {"X-Amzn-SageMaker-Inference-Id": inference_id}
         if stream:
@@ -104,8 +122,10 @@ def test_the_container_captures_json_and_streamed_answers_with_their_acceptance(
         assert message["content"] == answers[inference_id]
         assert line["speculation"]["num_draft_tokens"] > 0
         assert line["timings"]["latency_ms"] > 0
+    assert "capture-completion" not in captured
     metrics = httpx.get(f"{peagle.url}/metrics", timeout=10).text
     assert 'serving_capture_records_total{outcome="written"}' in metrics
+    assert 'serving_capture_records_total{outcome="skipped"}' in metrics
 
 
 def test_an_unwritable_capture_directory_exits_2_before_the_engine_starts(demo_root):

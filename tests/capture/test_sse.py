@@ -28,6 +28,22 @@ def test_vllm_stream_becomes_one_answer() -> None:
     assert answer["metrics"] == METRICS
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+@pytest.mark.parametrize("size", [1, 2, 7, 64])
+def test_a_stream_read_in_pieces_splits_into_the_events_it_holds_whole(
+    newline: str, size: int
+) -> None:
+    body = vllm_stream(PIECES, newline=newline)
+    data = body.encode() if isinstance(body, str) else body
+    whole = streams.EventSplitter()
+    expected = whole.feed(data) + whole.finish()
+    pieces = streams.EventSplitter()
+    events = [e for i in range(0, len(data), size) for e in pieces.feed(data[i : i + size])]
+    assert events + pieces.finish() == expected
+    assert [streams.event_data(event) for event in expected][-1] == "[DONE]"
+    assert len(expected) == len(PIECES) + 3  # role, the pieces, usage, [DONE]
+
+
 @pytest.mark.parametrize("newline", ["\r\n", "\r"])
 def test_other_line_endings(newline: str) -> None:
     answer = reassemble_sse(vllm_stream(PIECES, newline=newline))
