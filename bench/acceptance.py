@@ -1,14 +1,13 @@
-"""Mean acceptance length from vLLM's spec-decode counters, read before and after a run."""
+"""Speculation figures from vLLM's spec-decode counters, read before and after a run: the mean
+acceptance length and the acceptance rate at each draft position."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 
-DRAFTS = "vllm:spec_decode_num_drafts_total"
-DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
-ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
+from serving import metrics
 
 
 @dataclass(frozen=True)
@@ -16,6 +15,8 @@ class SpecCounters:
     drafts: float
     draft_tokens: float
     accepted: float
+    # vLLM's 0-based position label -> accepted tokens at that position, summed over engines.
+    accepted_by_position: dict[int, float] = field(default_factory=dict)
 
 
 def metric_sum(text: str, name: str) -> float:
@@ -28,10 +29,12 @@ def metric_sum(text: str, name: str) -> float:
 
 
 def parse_counters(text: str) -> SpecCounters:
+    totals, by_position = metrics.spec_decode_totals(text)
     return SpecCounters(
-        drafts=metric_sum(text, DRAFTS),
-        draft_tokens=metric_sum(text, DRAFT_TOKENS),
-        accepted=metric_sum(text, ACCEPTED),
+        drafts=totals.get(metrics.DRAFTS, 0.0),
+        draft_tokens=totals.get(metrics.DRAFT_TOKENS, 0.0),
+        accepted=totals.get(metrics.ACCEPTED, 0.0),
+        accepted_by_position=dict(by_position),
     )
 
 
@@ -49,9 +52,24 @@ def acceptance_length(before: SpecCounters | None, after: SpecCounters | None) -
     """1 + accepted drafts per draft: tokens produced per target forward pass.
 
     None when the counters are unreachable or nothing was drafted (no speculation)."""
-    if before is None or after is None:
-        return None
-    drafts = after.drafts - before.drafts
-    if drafts <= 0:
+    if before is None or after is None or (drafts := after.drafts - before.drafts) <= 0:
         return None
     return 1.0 + (after.accepted - before.accepted) / drafts
+
+
+def acceptance_per_position(
+    before: SpecCounters | None, after: SpecCounters | None
+) -> list[float] | None:
+    """Share of drafts whose token at position 1..K was accepted, in position order.
+
+    vLLM counts a position only when every earlier one was accepted too, so the rates fall
+    with position and sum to the acceptance length minus 1. None when the counters are
+    unreachable, nothing was drafted, or vLLM exports no per-position counter."""
+    if before is None or after is None or (drafts := after.drafts - before.drafts) <= 0:
+        return None
+    if not after.accepted_by_position:
+        return None
+    return [
+        (accepted - before.accepted_by_position.get(position, 0.0)) / drafts
+        for position, accepted in sorted(after.accepted_by_position.items())
+    ]

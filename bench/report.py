@@ -1,5 +1,6 @@
-"""Results out: JSON, markdown tables (SageMaker's columns; the brief's comparison shape) and a
-PNG of output tokens/s against concurrency, one line per configuration."""
+"""Results out: JSON, markdown tables (SageMaker's columns; the brief's comparison shape;
+acceptance per draft position) and PNGs of output tokens/s against concurrency and of
+acceptance rate against draft position, one line per configuration."""
 
 from __future__ import annotations
 
@@ -132,6 +133,37 @@ def configurations_table(runs: Mapping[str, Sequence[Level]]) -> str:
     return markdown(["configuration"] + [f"c={c} tok/s (acc. len)" for c in levels], rows)
 
 
+def positions_table(runs: Mapping[str, Sequence[Level]]) -> str:
+    """Acceptance rate at each draft position, one row per speculative configuration and level."""
+    rows = [
+        (name, level["concurrency"], rates)
+        for name, run in runs.items()
+        for level in run
+        if (rates := level.get("acceptance_per_position"))
+    ]
+    if not rows:
+        return "No configuration drafted tokens."
+    depth = max(len(rates) for _, _, rates in rows)
+    return markdown(
+        ["configuration", "concurrency"] + [f"pos. {position}" for position in range(1, depth + 1)],
+        [
+            [name, str(concurrency)]
+            + [f"{rate:.2f}" for rate in rates]
+            + ["-"] * (depth - len(rates))
+            for name, concurrency, rates in rows
+        ],
+    )
+
+
+def lowest_level_positions(levels: Sequence[Level]) -> tuple[int, list[float]] | None:
+    """The acceptance rates by position at the lowest concurrency that has them, and that level."""
+    measured = [level for level in levels if level.get("acceptance_per_position")]
+    if not measured:
+        return None
+    level = min(measured, key=lambda item: item["concurrency"])
+    return level["concurrency"], level["acceptance_per_position"]
+
+
 def write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n")
@@ -155,6 +187,41 @@ def plot_throughput(runs: Mapping[str, Sequence[Level]], path: Path, title: str)
     axes.set_title(title)
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize="small")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    pyplot.close(figure)
+
+
+def plot_positions(runs: Mapping[str, Sequence[Level]], path: Path, title: str) -> None:
+    """Acceptance rate against draft position, one line per speculative configuration, at its
+    lowest measured concurrency (the legend names it)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; no display on a server
+    from matplotlib import pyplot
+
+    figure, axes = pyplot.subplots(figsize=(7, 4.5))
+    depth = 0
+    for name, levels in runs.items():
+        if (measured := lowest_level_positions(levels)) is None:
+            continue
+        concurrency, rates = measured
+        positions = range(1, len(rates) + 1)
+        axes.plot(positions, rates, marker="o", label=f"{name} (c={concurrency})")
+        depth = max(depth, len(rates))
+    if depth:
+        axes.set_xticks(range(1, depth + 1))
+        axes.legend(fontsize="small")
+    else:
+        axes.text(
+            0.5, 0.5, "no configuration drafted tokens", ha="center", transform=axes.transAxes
+        )
+    axes.set_ylim(0, 1.05)
+    axes.set_xlabel("draft position")
+    axes.set_ylabel("accepted / drafts")
+    axes.set_title(title)
+    axes.grid(True, alpha=0.3)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=120)

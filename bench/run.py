@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from tqdm import tqdm
 
-from bench.acceptance import acceptance_length, read_counters
+from bench.acceptance import acceptance_length, acceptance_per_position, read_counters
 from bench.client import RequestResult
 from bench.stats import summarize
 from bench.targets import Target
@@ -70,7 +70,13 @@ async def run_level(
         ) as progress:
             results, wall = await run_batch(target, batch, concurrency, progress)
         after = await read_counters(scraper, target.metrics_url)
-    return summarize(results, wall, concurrency, acceptance_length(before, after))
+    return summarize(
+        results,
+        wall,
+        concurrency,
+        acceptance_length(before, after),
+        acceptance_per_position(before, after),
+    )
 
 
 async def warm_up(target: Target, payloads: Sequence[dict[str, Any]]) -> None:

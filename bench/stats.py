@@ -33,6 +33,7 @@ def summarize(
     wall_seconds: float,
     concurrency: int,
     acceptance_length: float | None,
+    acceptance_per_position: list[float] | None = None,
 ) -> dict[str, Any]:
     ok = [result for result in results if result.ok]
     ttfts = [result.ttft for result in ok if result.ttft is not None]
@@ -62,4 +63,5 @@ def summarize(
         "output_tokens_per_s": output_tokens / wall_seconds if wall_seconds > 0 else 0.0,
         "output_tokens_per_s_per_request": mean(rates),
         "acceptance_length": acceptance_length,
+        "acceptance_per_position": acceptance_per_position,
     }

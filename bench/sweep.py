@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,11 @@ from bench.run import run_sweep
 from bench.targets import UrlTarget
 
 DEFAULT_K = (3, 7, 11)
+POSITIONS_NOTE = (
+    "Share of drafts whose token at each position was accepted during the level (vLLM's"
+    " accepted-per-position counter over its drafts counter); position 1 follows the last"
+    " real token.\n\n"
+)
 
 
 def default_configurations(
@@ -75,8 +80,8 @@ def run_configurations(
     port: int | None = None,
     enforce_eager: bool = True,
 ) -> str:
-    """Every configuration in turn; writes sweep.json, sweep.md and sweep.png; returns the
-    markdown report."""
+    """Every configuration in turn; writes sweep.json, sweep.md, sweep.png and
+    sweep-positions.png; returns the markdown report."""
     runs: dict[str, list[dict[str, Any]]] = {}
     described = {configuration.name: configuration.describe() for configuration in configurations}
     started = time.monotonic()
@@ -92,13 +97,31 @@ def run_configurations(
             out_dir / "sweep.json",
             {"settings": settings, "configurations": described, "runs": runs},
         )
+    return write_report(out_dir, runs, described, (time.monotonic() - started) / 60)
+
+
+def write_report(
+    out_dir: Path,
+    runs: Mapping[str, Sequence[dict[str, Any]]],
+    described: Mapping[str, dict[str, Any]],
+    minutes: float,
+) -> str:
+    """sweep.md, sweep.png and sweep-positions.png from the measured runs; returns the
+    markdown report."""
     text = (
         "## Output tokens/s: best of each method\n\n"
         + report.comparison_table(runs, described)
         + "\n\n## Every configuration: output tokens/s (mean acceptance length)\n\n"
         + report.configurations_table(runs)
-        + f"\n\nSweep took {(time.monotonic() - started) / 60:.1f} min.\n"
+        + "\n\n## Acceptance per draft position\n\n"
+        + POSITIONS_NOTE
+        + report.positions_table(runs)
+        + f"\n\nSweep took {minutes:.1f} min.\n"
     )
+    out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "sweep.md").write_text("# Configuration sweep\n\n" + text)
     report.plot_throughput(runs, out_dir / "sweep.png", "output tokens/s by configuration")
+    report.plot_positions(
+        runs, out_dir / "sweep-positions.png", "acceptance rate by draft position"
+    )
     return text

@@ -56,9 +56,7 @@ def engine_totals(engine_text: str) -> dict:
         "drafts": totals.get(DRAFTS, 0.0),
         "draft_tokens": totals.get(DRAFT_TOKENS, 0.0),
         "accepted": totals.get(ACCEPTED, 0.0),
-        "accepted_by_position": {
-            int(position): value for position, value in by_position.items() if position.isdigit()
-        },
+        "accepted_by_position": by_position,
         "generation_tokens": totals.get(GENERATION_TOKENS, 0.0),
     }
 

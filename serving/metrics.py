@@ -27,11 +27,11 @@ SPEC_DECODE_COUNTERS = (DRAFTS, DRAFT_TOKENS, ACCEPTED)
 
 def spec_decode_totals(
     engine_text: str, counters: Collection[str] = SPEC_DECODE_COUNTERS
-) -> tuple[dict[str, float], dict[str, float]]:
+) -> tuple[dict[str, float], dict[int, float]]:
     """Totals of the named counters (summed over engines and labels; the spec-decode ones
-    unless told), and accepted tokens by draft position, in one pass over the text."""
+    unless told), and accepted tokens by draft position (vLLM's, from 0), in one pass."""
     totals: dict[str, float] = defaultdict(float)
-    by_position: dict[str, float] = defaultdict(float)
+    by_position: dict[int, float] = defaultdict(float)
     for family in text_string_to_metric_families(engine_text):
         if family.name not in counters and family.name != ACCEPTED_PER_POSITION:
             continue
@@ -39,7 +39,8 @@ def spec_decode_totals(
             if not sample.name.endswith("_total"):
                 continue
             if family.name == ACCEPTED_PER_POSITION:
-                by_position[sample.labels.get("position", "")] += sample.value
+                if (position := sample.labels.get("position", "")).isdigit():
+                    by_position[int(position)] += sample.value
             else:
                 totals[family.name] += sample.value
     return totals, by_position
@@ -72,8 +73,8 @@ class SpecDecodeCollector(Collector):
             "Share of drafts whose token at this position (0-based) was accepted.",
             labels=["position"],
         )
-        for position in sorted(by_position, key=lambda p: int(p) if p.isdigit() else 0):
-            per_position.add_metric([position], by_position[position] / drafts)
+        for position in sorted(by_position):
+            per_position.add_metric([str(position)], by_position[position] / drafts)
         yield per_position
 
 

@@ -5,18 +5,56 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from bench.__main__ import main
-from bench.acceptance import SpecCounters, acceptance_length, parse_counters
+from bench.acceptance import (
+    SpecCounters,
+    acceptance_length,
+    acceptance_per_position,
+    parse_counters,
+)
 from bench.client import StreamTimer
 from bench.load import run_load
 from bench.prompts import load_payloads
 from bench.report import COLUMNS
+from bench.sweep import write_report
 
+PNG = b"\x89PNG\r\n\x1a\n"
+
+# vLLM 0.32's /metrics (prometheus_client's text format) for K=3 on two engines (data
+# parallel): engine 0 drafted 10 times, engine 1 twice. The front's own gauge with a
+# position label follows, as on the container's /metrics, and must not be counted.
 METRICS_TEXT = """\
+# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.
 # TYPE vllm:spec_decode_num_drafts_total counter
 vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 10.0
-vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="m"} 15.0
+vllm:spec_decode_num_drafts_total{engine="1",model_name="m"} 2.0
+# HELP vllm:spec_decode_num_drafts_created Number of spec decoding drafts.
+# TYPE vllm:spec_decode_num_drafts_created gauge
+vllm:spec_decode_num_drafts_created{engine="0",model_name="m"} 1.7e+09
+vllm:spec_decode_num_drafts_created{engine="1",model_name="m"} 1.7e+09
+# HELP vllm:spec_decode_num_draft_tokens_total Number of draft tokens.
+# TYPE vllm:spec_decode_num_draft_tokens_total counter
 vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="m"} 30.0
+vllm:spec_decode_num_draft_tokens_total{engine="1",model_name="m"} 6.0
+# HELP vllm:spec_decode_num_accepted_tokens_total Number of accepted tokens.
+# TYPE vllm:spec_decode_num_accepted_tokens_total counter
+vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="m"} 15.0
+vllm:spec_decode_num_accepted_tokens_total{engine="1",model_name="m"} 3.0
+# HELP vllm:spec_decode_num_accepted_tokens_per_pos_total Accepted tokens per draft position.
+# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="0"} 8.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="1"} 5.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="2"} 2.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="1",model_name="m",position="0"} 2.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="1",model_name="m",position="1"} 1.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="1",model_name="m",position="2"} 0.0
+# HELP vllm:spec_decode_num_accepted_tokens_per_pos_created Accepted tokens per draft position.
+# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_created gauge
+vllm:spec_decode_num_accepted_tokens_per_pos_created{engine="0",model_name="m",position="0"} 1.7e+09
+# TYPE serving_spec_decode_position_acceptance_rate gauge
+serving_spec_decode_position_acceptance_rate{position="0"} 0.8333333333333334
 """
 
 
@@ -24,6 +62,70 @@ def test_acceptance_length_from_counters():
     before = SpecCounters(drafts=0, draft_tokens=0, accepted=0)
     assert acceptance_length(before, parse_counters(METRICS_TEXT)) == 2.5
     assert acceptance_length(before, before) is None  # nothing drafted: no speculation
+
+
+def test_acceptance_per_position_is_the_runs_share_of_drafts_at_each_position():
+    before = SpecCounters(
+        drafts=4, draft_tokens=12, accepted=6, accepted_by_position={0: 4, 1: 2, 2: 0}
+    )
+    after = parse_counters(METRICS_TEXT)
+    assert after.accepted_by_position == {0: 10.0, 1: 6.0, 2: 2.0}
+    # Over the run: 8 drafts; positions 1..3 accepted 6, 4 and 2 more times.
+    rates = acceptance_per_position(before, after)
+    assert rates == [0.75, 0.5, 0.25]
+    assert sum(rates) == pytest.approx(acceptance_length(before, after) - 1)
+
+
+def test_no_acceptance_per_position_without_drafts():
+    reading = parse_counters(METRICS_TEXT)
+    assert acceptance_per_position(reading, reading) is None  # nothing drafted in between
+    assert acceptance_per_position(None, reading) is None  # /metrics unreachable
+    plain = parse_counters("# no speculation: vLLM exports no spec-decode counters\n")
+    assert acceptance_per_position(plain, plain) is None
+
+
+def level(concurrency: int, tokens_per_s: float, per_position: list[float] | None) -> dict:
+    return {
+        "concurrency": concurrency,
+        "completed": 4,
+        "output_tokens_per_s": tokens_per_s,
+        "acceptance_length": None if per_position is None else 1 + sum(per_position),
+        "acceptance_per_position": per_position,
+    }
+
+
+def test_the_sweep_report_shows_acceptance_per_draft_position(tmp_path):
+    runs = {
+        "none": [level(1, 10.0, None), level(4, 30.0, None)],
+        "peagle-k3": [level(1, 25.0, [0.81, 0.62, 0.4]), level(4, 70.0, [0.8, 0.6, 0.39])],
+        "peagle-k5": [level(1, 27.0, [0.8, 0.6, 0.41, 0.3, 0.2]), level(4, 75.0, None)],
+    }
+    described = {
+        "none": {"method": "none"},
+        "peagle-k3": {"method": "peagle", "k": 3},
+        "peagle-k5": {"method": "peagle", "k": 5},
+    }
+    text = write_report(tmp_path, runs, described, minutes=1.0)
+    assert (tmp_path / "sweep.md").read_text() == "# Configuration sweep\n\n" + text
+    section = text.split("## Acceptance per draft position\n")[1].split("\n\nSweep took")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    assert rows == [
+        "| configuration | concurrency | pos. 1 | pos. 2 | pos. 3 | pos. 4 | pos. 5 |",
+        "| peagle-k3 | 1 | 0.81 | 0.62 | 0.40 | - | - |",
+        "| peagle-k3 | 4 | 0.80 | 0.60 | 0.39 | - | - |",
+        "| peagle-k5 | 1 | 0.80 | 0.60 | 0.41 | 0.30 | 0.20 |",
+    ]  # no row for no speculation, nor for a level whose counters were unreachable
+    assert (tmp_path / "sweep-positions.png").read_bytes()[:8] == PNG
+    assert (tmp_path / "sweep.png").read_bytes()[:8] == PNG
+
+
+def test_a_sweep_without_speculation_says_so_instead_of_an_empty_table(tmp_path):
+    text = write_report(
+        tmp_path, {"none": [level(1, 10.0, None)]}, {"none": {"method": "none"}}, 0.5
+    )
+    assert "## Acceptance per draft position" in text
+    assert "No configuration drafted tokens." in text
+    assert (tmp_path / "sweep-positions.png").read_bytes()[:8] == PNG
 
 
 def test_stream_timer_reads_split_events_and_usage():
@@ -54,10 +156,14 @@ def test_benchmark_reports_every_column(peagle, tmp_path):
         assert 0 < level["tpot_ms_mean"] and 0 < level["itl_ms_mean"] <= level["itl_ms_p99"]
         # P-EAGLE drafts on every step; random weights may accept none, so >= 1.
         assert level["acceptance_length"] >= 1.0
+        # K=3: a rate per draft position, falling with position, adding up to the length.
+        rates = level["acceptance_per_position"]
+        assert len(rates) == 3 and 1.0 >= rates[0] >= rates[1] >= rates[2] >= 0.0
+        assert sum(rates) == pytest.approx(level["acceptance_length"] - 1)
     table = (tmp_path / "smoke.md").read_text()
     for _, title, _ in COLUMNS:
         assert title in table
-    assert (tmp_path / "smoke.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "smoke.png").read_bytes()[:8] == PNG
 
 
 def test_load_loses_nothing(peagle):

@@ -68,5 +68,5 @@ def command(args: argparse.Namespace) -> int:
         enforce_eager=args.enforce_eager,
     )
     print(text)
-    print(f"wrote {args.out_dir}/sweep.json, sweep.md and sweep.png")
+    print(f"wrote {args.out_dir}/sweep.json, sweep.md, sweep.png and sweep-positions.png")
     return 0
