@@ -9,6 +9,7 @@
   coldstart   time to the first /ping 200, front and bare vLLM side by side
   image       the built image against the host process: start-up, docker stop, engine kill
   retrain     capture a prose workload, fine-tune the P-EAGLE head on it, compare both heads
+  ab          one configuration with two environments side by side (the cost of a setting)
 
 run, overhead, crosscheck and load take --url of a running container, or --start CONFIG
 (none, eagle3:K or peagle:K) to start a local one for the duration.
@@ -19,9 +20,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench.commands import coldstart, crosscheck, image, load, overhead, retrain, run, sweep
+from bench.commands import (
+    ab,
+    coldstart,
+    crosscheck,
+    image,
+    load,
+    overhead,
+    retrain,
+    run,
+    sweep,
+)
 
-COMMANDS = (run, sweep, overhead, crosscheck, load, coldstart, image, retrain)
+COMMANDS = (run, sweep, overhead, crosscheck, load, coldstart, image, retrain, ab)
 
 
 def build_parser() -> argparse.ArgumentParser:

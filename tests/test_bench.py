@@ -209,3 +209,36 @@ def test_the_retrain_table_compares_the_heads_on_the_same_workload_and_concurren
     assert [row["mean_acceptance_length"] for row in rows] == [4.0, 6.0]
     text = retrain.table({"side_by_side": rows})
     assert "prose, c=1: fine-tuned / base acceptance length 1.50x, output tok/s 1.50x" in text
+
+
+def test_ab_reports_each_figure_as_b_against_a_from_the_median_round():
+    from bench.ab import medians, table
+
+    def level(tokens_per_s: float, latency: float) -> dict:
+        return {
+            "output_tokens_per_s": tokens_per_s,
+            "ttft_ms_p50": None,
+            "latency_ms_p50": latency,
+            "latency_ms_p99": latency,
+        }
+
+    measured = {
+        "A": {1: [level(100, 50), level(90, 70), level(1, 60)]},
+        "B": {1: [level(95, 61), level(99, 62), level(97, 600)]},
+    }
+    summary = medians(measured)
+    assert summary["A"][1]["output_tokens_per_s"] == 90  # one slow round does not move it
+    assert summary["B"][1]["latency_ms_p50"] == 62
+    text = table(summary, {"A": {}, "B": {"SERVING_CAPTURE_DIR": "/tmp/c"}})
+    assert "- B: SERVING_CAPTURE_DIR=/tmp/c" in text and "- A: (defaults)" in text
+    assert "| 1 | tok/s | 90.00 | 97.00 | 1.078x (+7.00) |" in text
+    assert "TTFT" not in text  # no figure, no row
+
+
+def test_ab_refuses_settings_that_are_not_key_value(capsys):
+    with pytest.raises(SystemExit) as refused:
+        main(["ab", "--b-env", "SERVING_CAPTURE_DIR"])
+    assert "is not KEY=VALUE" in str(refused.value)
+    with pytest.raises(SystemExit) as same:
+        main(["ab"])
+    assert "are the same" in str(same.value)
