@@ -79,6 +79,9 @@ def host_environment(enforce_eager: bool = True, **settings: str) -> dict[str, s
         # GiB; the CPU build would otherwise reserve most of the machine for its KV cache.
         VLLM_CPU_KVCACHE_SPACE="1",
         SM_VLLM_MAX_MODEL_LEN="2048",
+        # The demo pairs are float32; the CPU build would cast them to bfloat16, which CPUs
+        # without bf16 instructions emulate slowly.
+        SM_VLLM_DTYPE="float32",
     )
     if enforce_eager:
         # Skips torch.compile: a cold start takes ~40 s instead of ~100 s on two cores.
