@@ -20,8 +20,8 @@ K ?= 3
 # The demo: the tiny pair with P-EAGLE on. VLLM_CPU_KVCACHE_SPACE (GiB) keeps the CPU
 # build from reserving most of the machine's memory for its KV cache. The pair is stored in
 # float32 and served so: the CPU build would cast it to bfloat16, which CPUs without bf16
-# instructions emulate slowly (P-EAGLE K=7 side by side: 0.53x the output tokens/s at one
-# client, 0.33x at four).
+# instructions emulate slowly (P-EAGLE K=7 side by side on a 2-core AVX2 machine: 0.53x the
+# output tokens/s at one client, 0.33x at four).
 DEMO_ENV = PYTHON=$(CURDIR)/$(PY) OPT_ML_ROOT=$(OPT_ML_ROOT) \
 	SAGEMAKER_BIND_TO_PORT=$(PORT) \
 	VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-1} \

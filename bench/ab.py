@@ -7,6 +7,7 @@ as a ratio rather than a number from another day.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from statistics import median
@@ -44,8 +45,7 @@ async def measure_rounds(
     levels: Sequence[int],
     rounds: int,
 ) -> dict[str, dict[int, list[dict[str, Any]]]]:
-    """Every level on every variant, `rounds` times; the order of the variants flips each
-    round so neither always goes first."""
+    """Every level on every variant, `rounds` times."""
     for target in targets.values():
         await warm_up(target, payloads)
     measured: dict[str, dict[int, list[dict[str, Any]]]] = {
@@ -53,9 +53,10 @@ async def measure_rounds(
     }
     names = list(targets)
     for round_number in range(rounds):
-        order = names if round_number % 2 == 0 else names[::-1]
-        for level in levels:
-            for name in order:
+        for level_number, level in enumerate(levels):
+            # Flipped each round and each level, so neither variant always goes first.
+            flip = (round_number + level_number) % 2
+            for name in names[::-1] if flip else names:
                 label = f"round {round_number + 1} {name} "
                 measured[name][level].append(
                     await run_level(targets[name], payloads, level, label=label)
@@ -64,14 +65,19 @@ async def measure_rounds(
 
 
 def medians(measured: dict[str, dict[int, list[dict[str, Any]]]]) -> dict[str, dict[int, dict]]:
-    """Per variant and level, the median of each figure over the rounds."""
+    """Per variant and level, the median of each figure over the rounds, and the requests
+    that failed in all of them."""
     return {
         name: {
             level: {
-                figure: median(values)
-                if (values := [run[figure] for run in runs if run[figure] is not None])
-                else None
-                for figure in FIGURES
+                **{
+                    figure: median(values)
+                    if (values := [run[figure] for run in runs if run[figure] is not None])
+                    else None
+                    for figure in FIGURES
+                },
+                "failed": sum(run["failed"] for run in runs),
+                "errors": sorted({error for run in runs for error in run["errors"]})[:3],
             }
             for level, runs in by_level.items()
         }
@@ -79,16 +85,32 @@ def medians(measured: dict[str, dict[int, list[dict[str, Any]]]]) -> dict[str, d
     }
 
 
+def failures(summary: dict[str, dict[int, dict]]) -> list[str]:
+    """A line per variant and level whose requests failed, with the first errors."""
+    return [
+        f"{name} at c={level}: {figures['failed']} requests failed: {'; '.join(figures['errors'])}"
+        for name, by_level in summary.items()
+        for level, figures in by_level.items()
+        if figures["failed"]
+    ]
+
+
 def table(summary: dict[str, dict[int, dict]], env: Mapping[str, Mapping[str, str]]) -> str:
     """One row per level and figure: A, B, and B against A."""
     rows = []
     for level in summary["A"]:
+        a_level, b_level = summary["A"][level], summary["B"][level]
         for figure, title in FIGURES.items():
-            a, b = summary["A"][level][figure], summary["B"][level][figure]
+            a, b = a_level[figure], b_level[figure]
             if a is None or b is None:
+                shown = ["n/a" if value is None else f"{value:.2f}" for value in (a, b)]
+                rows.append([str(level), title, *shown, "-"])
                 continue
             change = f"{b / a:.3f}x ({b - a:+.2f})" if a else "-"
             rows.append([str(level), title, f"{a:.2f}", f"{b:.2f}", change])
+        rows.append(
+            [str(level), "failed requests", str(a_level["failed"]), str(b_level["failed"]), "-"]
+        )
     header = "\n".join(
         f"- {name}: " + (" ".join(f"{k}={v}" for k, v in env[name].items()) or "(defaults)")
         for name in VARIANTS
@@ -117,8 +139,10 @@ def run_ab(
         )
         for name in VARIANTS
     }
-    try:
+    with contextlib.ExitStack() as stopping:
         for container in containers.values():
+            # Each stopped on the way out, even when stopping another one fails.
+            stopping.callback(container.stop)
             container.start()
         for name, container in containers.items():
             print(f"[{name}] ready after {container.wait_ready():.0f} s", flush=True)
@@ -135,11 +159,12 @@ def run_ab(
                     await target.aclose()
 
         measured = asyncio.run(both())
-    finally:
-        for container in containers.values():
-            container.stop()
     summary = medians(measured)
     text = table(summary, env)
+    if problems := failures(summary):
+        text += "\n\nRequests failed, so the figures above leave them out:\n" + "\n".join(
+            f"- {problem}" for problem in problems
+        )
     write_json(
         out_dir / "ab.json",
         {

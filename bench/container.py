@@ -53,6 +53,9 @@ ENGINE_SOCKET_TIMEOUT_SECONDS = 30.0
 ENGINE_SOCKET_LINE = re.compile(r"engine on unix:([^\s\"',;]+)[^\n]*\n")
 # Container settings of the calling shell must not leak into a configuration under test.
 CONTAINER_PREFIXES = ("SM_", "SAGEMAKER_", "SERVING_", "OPT_ML_ROOT", "HF_MODEL_ID")
+# The demo pairs are float32; the CPU build would cast them to bfloat16, which CPUs without
+# bf16 instructions emulate slowly. The Makefile's DEMO_ENV and the compose file say the same.
+DEMO_DTYPE = "float32"
 
 
 def default_opt_ml_root() -> Path:
@@ -79,9 +82,7 @@ def host_environment(enforce_eager: bool = True, **settings: str) -> dict[str, s
         # GiB; the CPU build would otherwise reserve most of the machine for its KV cache.
         VLLM_CPU_KVCACHE_SPACE="1",
         SM_VLLM_MAX_MODEL_LEN="2048",
-        # The demo pairs are float32; the CPU build would cast them to bfloat16, which CPUs
-        # without bf16 instructions emulate slowly.
-        SM_VLLM_DTYPE="float32",
+        SM_VLLM_DTYPE=DEMO_DTYPE,
     )
     if enforce_eager:
         # Skips torch.compile: a cold start takes ~40 s instead of ~100 s on two cores.
@@ -247,8 +248,13 @@ class HostContainer(Container):
         return self.process.poll()
 
     def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> int | None:
-        if self.process is None or self.process.poll() is not None:
-            return self.process.returncode if self.process else None
+        if self.process is None:
+            return None
+        if self.process.poll() is not None:
+            # A front that died without its engine (SIGKILL) leaves it in the group.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            return self.process.returncode
         self.process.send_signal(signal.SIGTERM)
         try:
             return self.process.wait(timeout)
@@ -491,8 +497,8 @@ def parse_configuration(text: str, drafter: Path | None) -> Configuration:
 
 class LocalContainer(HostContainer):
     """The benchmark's container: one speculation configuration on a demo tree. The KV cache
-    size and max model length follow this shell's VLLM_CPU_KVCACHE_SPACE and
-    SM_VLLM_MAX_MODEL_LEN when they are set."""
+    size, max model length and dtype follow this shell's VLLM_CPU_KVCACHE_SPACE,
+    SM_VLLM_MAX_MODEL_LEN and SM_VLLM_DTYPE when they are set."""
 
     def __init__(
         self,
@@ -509,6 +515,7 @@ class LocalContainer(HostContainer):
             "OPT_ML_ROOT": str(self.opt_ml_root),
             "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
             "SM_VLLM_MAX_MODEL_LEN": os.environ.get("SM_VLLM_MAX_MODEL_LEN", "2048"),
+            "SM_VLLM_DTYPE": os.environ.get("SM_VLLM_DTYPE", DEMO_DTYPE),
         }
         speculative = configuration.speculative_config()
         if speculative is not None:

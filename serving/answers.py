@@ -30,7 +30,8 @@ class Speculation:
 
     @classmethod
     def from_answer(cls, answer: dict) -> Speculation | None:
-        stats = (answer.get("metrics") or {}).get("speculative_decoding")
+        metrics = answer.get("metrics")
+        stats = metrics.get("speculative_decoding") if isinstance(metrics, dict) else None
         if not isinstance(stats, dict):
             return None
         try:
@@ -91,14 +92,19 @@ class AnswerWatcher:
         self.is_json = content_type.startswith("application/json")
         self.is_stream = content_type.startswith("text/event-stream")
         self.buffer = bytearray()
+        self.too_large = False  # a JSON answer past MAX_BUFFER is not read at all
         self.events = sse.EventSplitter(max_pending=self.MAX_BUFFER)
         self.answer: dict | None = None
         self.completion_tokens: int | None = None
         self.speculation: Speculation | None = None
 
     def feed(self, chunk: bytes) -> None:
-        if self.is_json and len(self.buffer) + len(chunk) <= self.MAX_BUFFER:
-            self.buffer += chunk
+        if self.is_json and not self.too_large:
+            if len(self.buffer) + len(chunk) > self.MAX_BUFFER:
+                self.too_large = True
+                self.buffer.clear()
+            else:
+                self.buffer += chunk
         elif self.is_stream:
             self._take_events(self.events.feed(chunk))
 

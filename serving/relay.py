@@ -103,7 +103,9 @@ class Relay:
             log.warning("engine request to %s failed: %r", printable(target), error)
             return error_response(503, ENGINE_GONE, "EngineUnavailable", {"Retry-After": "5"})
         state = request.scope.setdefault("state", {})
-        if self.wants_capture(state, upstream.status_code):
+        # Only chat requests are captured; the writer checks properly, this only spares it
+        # (and the queue) the completion payloads.
+        if b'"messages"' in content and self.wants_capture(state, upstream.status_code):
             state["capture_request"] = content
         if is_small_json(upstream):
             return await self._whole(upstream, state)

@@ -20,28 +20,41 @@ DONE = "[DONE]"
 class EventSplitter:
     """A byte stream read in pieces of any size, split into its events (each closed by a
     blank line). Lines may end in LF, CRLF or CR, and a piece may end anywhere, even
-    between CR and LF. `max_pending` bounds the unfinished event kept between pieces."""
+    between CR and LF. Each piece is looked at once, so a long event costs linear time.
+    An unfinished event longer than `max_pending` is dropped, up to its blank line."""
 
     def __init__(self, max_pending: int | None = None):
-        self.pending = b""
+        self.pending = bytearray()  # line ends already made LF
+        self.held_cr = False  # the last piece ended in CR, maybe half of CRLF
+        self.dropping = False
         self.max_pending = max_pending
 
     def feed(self, piece: bytes) -> list[bytes]:
         """The events this piece completes, every line end made LF."""
-        data = self.pending + piece
-        # A final \r may be the first half of \r\n: keep it for the next piece.
-        held = b"\r" if data.endswith(b"\r") else b""
-        data = data[: len(data) - len(held)].replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        *events, rest = data.split(b"\n\n")
-        self.pending = rest + held
+        if self.held_cr:
+            piece = b"\r" + piece
+        self.held_cr = piece.endswith(b"\r")
+        piece = piece.removesuffix(b"\r") if self.held_cr else piece
+        search_from = max(len(self.pending) - 1, 0)  # a blank line may straddle the pieces
+        self.pending += piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        events, begin = [], 0
+        while (end := self.pending.find(b"\n\n", max(search_from, begin))) != -1:
+            if not self.dropping:
+                events.append(bytes(self.pending[begin:end]))
+            self.dropping = False
+            begin = end + 2
+        del self.pending[:begin]
         if self.max_pending is not None and len(self.pending) > self.max_pending:
-            self.pending = self.pending[-self.max_pending :]
+            self.pending.clear()
+            self.dropping = True
         return events
 
     def finish(self) -> list[bytes]:
         """The last event, when the stream ended without its blank line."""
-        rest, self.pending = self.pending.replace(b"\r", b"\n").rstrip(b"\n"), b""
-        return [rest] if rest else []
+        rest = bytes(self.pending).rstrip(b"\n")
+        dropping = self.dropping
+        self.pending, self.held_cr, self.dropping = bytearray(), False, False
+        return [rest] if rest and not dropping else []
 
 
 def event_data(event: bytes) -> str | None:

@@ -39,6 +39,24 @@ def test_a_stream_event_split_across_reads_is_found():
     assert watcher.speculation == Speculation(2.5, 6, 3)
 
 
+def test_a_json_answer_past_the_buffer_is_not_read_from_its_pieces():
+    watcher = AnswerWatcher("application/json")
+    watcher.feed(b'{"usage": {"completion_tokens": 1')
+    watcher.feed(b" " * AnswerWatcher.MAX_BUFFER)
+    watcher.feed(b"}}")
+    watcher.finish()
+    assert watcher.answer is None and watcher.completion_tokens is None
+
+
+def test_the_usage_chunk_is_found_after_an_event_too_long_to_keep():
+    final = b'data: {"choices":[],"usage":{"completion_tokens":9}}\n\n'
+    watcher = AnswerWatcher("text/event-stream")
+    watcher.feed(b"data: " + b"x" * (AnswerWatcher.MAX_BUFFER + 10))
+    watcher.feed(b"\n\n" + final)
+    watcher.finish()
+    assert watcher.completion_tokens == 9
+
+
 def test_custom_attributes_the_engine_set_are_kept_and_extended():
     headers = [(b"content-type", b"application/json"), (CUSTOM_ATTRIBUTES, b"theirs=1")]
     merged = dict(with_speculation(headers, Speculation(2.5, 6, 3)))

@@ -212,19 +212,21 @@ def test_the_retrain_table_compares_the_heads_on_the_same_workload_and_concurren
 
 
 def test_ab_reports_each_figure_as_b_against_a_from_the_median_round():
-    from bench.ab import medians, table
+    from bench.ab import failures, medians, table
 
-    def level(tokens_per_s: float, latency: float) -> dict:
+    def level(tokens_per_s: float, latency: float, failed: int = 0) -> dict:
         return {
             "output_tokens_per_s": tokens_per_s,
             "ttft_ms_p50": None,
             "latency_ms_p50": latency,
             "latency_ms_p99": latency,
+            "failed": failed,
+            "errors": ["503 EngineUnavailable"] if failed else [],
         }
 
     measured = {
         "A": {1: [level(100, 50), level(90, 70), level(1, 60)]},
-        "B": {1: [level(95, 61), level(99, 62), level(97, 600)]},
+        "B": {1: [level(95, 61), level(99, 62), level(97, 600, failed=2)]},
     }
     summary = medians(measured)
     assert summary["A"][1]["output_tokens_per_s"] == 90  # one slow round does not move it
@@ -232,7 +234,9 @@ def test_ab_reports_each_figure_as_b_against_a_from_the_median_round():
     text = table(summary, {"A": {}, "B": {"SERVING_CAPTURE_DIR": "/tmp/c"}})
     assert "- B: SERVING_CAPTURE_DIR=/tmp/c" in text and "- A: (defaults)" in text
     assert "| 1 | tok/s | 90.00 | 97.00 | 1.078x (+7.00) |" in text
-    assert "TTFT" not in text  # no figure, no row
+    assert "| 1 | TTFT p50 ms | n/a | n/a | - |" in text  # no figure, said so
+    assert "| 1 | failed requests | 0 | 2 | - |" in text
+    assert failures(summary) == ["B at c=1: 2 requests failed: 503 EngineUnavailable"]
 
 
 def test_ab_refuses_settings_that_are_not_key_value(capsys):
@@ -242,3 +246,6 @@ def test_ab_refuses_settings_that_are_not_key_value(capsys):
     with pytest.raises(SystemExit) as same:
         main(["ab"])
     assert "are the same" in str(same.value)
+    with pytest.raises(SystemExit) as port:
+        main(["ab", "--port", "8080", "--b-env", "A=1"])
+    assert "leave it out" in str(port.value)

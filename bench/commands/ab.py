@@ -27,12 +27,16 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--a-env", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--b-env", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--concurrency", type=int_list, default=[1, 4], help="default 1,4")
-    parser.add_argument("--rounds", type=int, default=3, help="default 3")
+    parser.add_argument(
+        "--rounds", type=int, default=4, help="default 4 (even, so each variant leads as often)"
+    )
 
 
 def command(args: argparse.Namespace) -> int:
     from bench.ab import parse_env, run_ab
 
+    if args.port:
+        raise SystemExit("--port: ab starts two containers, each on a free port; leave it out.")
     env = {"A": parse_env(args.a_env), "B": parse_env(args.b_env)}
     if env["A"] == env["B"]:
         raise SystemExit("--a-env and --b-env are the same; give the setting B changes.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -42,6 +43,34 @@ def test_a_stream_read_in_pieces_splits_into_the_events_it_holds_whole(
     assert events + pieces.finish() == expected
     assert [streams.event_data(event) for event in expected][-1] == "[DONE]"
     assert len(expected) == len(PIECES) + 3  # role, the pieces, usage, [DONE]
+
+
+def test_any_split_of_any_stream_gives_the_events_of_the_whole() -> None:
+    generator = random.Random(7)
+    for _ in range(2000):
+        data = bytes(generator.choice(b"ab\r\n") for _ in range(generator.randrange(40)))
+        lf = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        *expected, rest = lf.split(b"\n\n")
+        splitter, events, start = streams.EventSplitter(), [], 0
+        while start < len(data):
+            size = generator.randrange(1, 6)
+            events += splitter.feed(data[start : start + size])
+            start += size
+        tail = splitter.finish()
+        if data.endswith(b"\r") and rest == b"":
+            # The final CR was held as maybe half of a CRLF: its event is the stream's last.
+            expected, rest = expected[:-1], expected[-1] if expected else b""
+        assert events == expected, data
+        assert tail == ([rest.rstrip(b"\n")] if rest.rstrip(b"\n") else []), data
+
+
+def test_an_event_past_max_pending_is_dropped_and_the_next_one_kept() -> None:
+    splitter = streams.EventSplitter(max_pending=100)
+    events = splitter.feed(b"data: " + b"x" * 60)
+    events += splitter.feed(b"x" * 60 + b"\n")
+    events += splitter.feed(b"x" * 60 + b"\n\ndata: 1\n\ndata: 2")
+    assert events == [b"data: 1"]
+    assert splitter.finish() == [b"data: 2"]
 
 
 @pytest.mark.parametrize("newline", ["\r\n", "\r"])
