@@ -1,7 +1,7 @@
 """`python -m bench COMMAND`: measure the serving container.
 
   run         concurrency sweep against a URL or a SageMaker endpoint
-  sweep       no speculation / EAGLE-3 K=3,7,11 / P-EAGLE K=3,7,11 on local containers
+  sweep       no speculation / EAGLE-3 K=3,5,7 / P-EAGLE K=3,5,7 on local containers
   overhead    the same load to the engine's Unix socket and through the front, interleaved
   crosscheck  our output tok/s and TTFT against `vllm bench serve` on the same endpoint
   load        N clients for T seconds; counts completed, refused, errors, lost; /ping latency

@@ -19,15 +19,6 @@ class SpecCounters:
     accepted_by_position: dict[int, float] = field(default_factory=dict)
 
 
-def metric_sum(text: str, name: str) -> float:
-    """Sum of a metric's samples over all label sets."""
-    total = 0.0
-    for line in text.splitlines():
-        if line.startswith((name + "{", name + " ")):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
-
-
 def parse_counters(text: str) -> SpecCounters:
     totals, by_position = metrics.spec_decode_totals(text)
     return SpecCounters(

@@ -27,6 +27,7 @@ class RequestResult:
     arrivals: list[float] = field(default_factory=list)  # seconds from send, per token chunk
     output_tokens: int = 0
     timed_out: bool = False  # the client gave up waiting: a hang, not an answer
+    text: str = ""  # the answer's text: greedy answers must not depend on the configuration
 
     @property
     def ok(self) -> bool:
@@ -98,6 +99,7 @@ class StreamTimer:
             if self.result.ttft is None:
                 self.result.ttft = elapsed
             self.result.arrivals.append(elapsed)
+            self.result.text += choice_text(message["choices"][0], "delta")
         usage = message.get("usage")
         if usage and usage.get("completion_tokens") is not None:
             self.result.output_tokens = int(usage["completion_tokens"])
@@ -109,6 +111,15 @@ class StreamTimer:
             # No usage block (stream_options not honoured): one token per arrival.
             result.output_tokens = len(result.arrivals)
         return result
+
+
+def choice_text(choice: Any, part: str) -> str:
+    """A choice's text: a chat choice's `delta` (streamed) or `message` content, or a
+    completion choice's `text`."""
+    if not isinstance(choice, dict):
+        return ""
+    content = (choice.get(part) or {}).get("content") if part in choice else choice.get("text")
+    return content if isinstance(content, str) else ""
 
 
 def json_result(status: int, body: bytes, started: float, now: float) -> RequestResult:
@@ -128,6 +139,7 @@ def json_result(status: int, body: bytes, started: float, now: float) -> Request
     result.complete = True
     result.ttft = result.latency
     result.arrivals = [result.latency]
+    result.text = choice_text(message["choices"][0], "message")
     result.output_tokens = int((message.get("usage") or {}).get("completion_tokens") or 0)
     return result
 

@@ -39,6 +39,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 ENTRYPOINT = REPO_ROOT / "entrypoint.sh"
 RANDOM_DEMO_ROOT = REPO_ROOT / "build" / "opt_ml"
 TRAINED_DEMO_ROOT = REPO_ROOT / "build" / "opt_ml_trained"
+# The first `make serve`'s pair, trained in minutes: a P-EAGLE head only.
+QUICK_DEMO_ROOT = REPO_ROOT / "build" / "opt_ml_quick"
 # The trained demo pair keeps its sequential EAGLE-3 head in a second channel.
 EAGLE3_CHANNEL = "eagle3"
 LOOPBACK = "127.0.0.1"

@@ -5,7 +5,8 @@ acceptance rate against draft position, one line per configuration."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,47 @@ def comparison_table(
     return markdown(headers, rows)
 
 
+METHOD_TITLES = {"peagle": "P-EAGLE", "eagle3": "EAGLE-3", "none": "no speculation"}
+
+
+def side_by_side_table(
+    measured: Mapping[str, Mapping[int, Sequence[Level]]],
+    summary: Mapping[str, Mapping[int, Mapping[str, Any]]],
+    finalists: Mapping[str, str],
+) -> str:
+    """Per level, each method's finalist: its median output tok/s over the interleaved rounds
+    (`summary`, from side_by_side.medians), and P-EAGLE's ratio to each other one, of the
+    medians and its range over the rounds (`measured`)."""
+    methods = [method for method in METHOD_TITLES if method in measured]
+    others = [other for other in ("eagle3", "none") if {"peagle", other} <= measured.keys()]
+    levels = sorted({concurrency for by_level in measured.values() for concurrency in by_level})
+    rows = []
+    for concurrency in levels:
+        medians = {
+            method: summary[method][concurrency]["output_tokens_per_s"] for method in methods
+        }
+        row = [str(concurrency)]
+        row += [f"{medians[method]:,.1f}" if medians[method] else "-" for method in methods]
+        for other in others:
+            rounds = [
+                ours["output_tokens_per_s"] / theirs["output_tokens_per_s"]
+                for ours, theirs in zip(
+                    measured["peagle"][concurrency], measured[other][concurrency], strict=False
+                )
+                if ours["output_tokens_per_s"] and theirs["output_tokens_per_s"]
+            ]
+            if not rounds or not medians["peagle"] or not medians[other]:
+                row.append("-")
+                continue
+            middle = medians["peagle"] / medians[other]
+            row.append(f"{middle:.2f}x ({min(rounds):.2f}-{max(rounds):.2f})")
+        rows.append(row)
+    headers = ["concurrency"]
+    headers += [f"{METHOD_TITLES[method]} ({finalists[method]})" for method in methods]
+    headers += [f"P-EAGLE / {METHOD_TITLES[other]} (rounds)" for other in others]
+    return markdown(headers, rows)
+
+
 def configurations_table(runs: Mapping[str, Sequence[Level]]) -> str:
     """Output tok/s (acceptance length) for every configuration at every level."""
     levels = sorted({level["concurrency"] for run in runs.values() for level in run})
@@ -155,6 +197,57 @@ def positions_table(runs: Mapping[str, Sequence[Level]]) -> str:
     )
 
 
+def agreement_table(runs: Mapping[str, Sequence[Level]]) -> str:
+    """Whether each prompt's greedy answer is the same in every configuration: per level, and
+    over all levels together (the first answer to each prompt at each level)."""
+    answers: dict[int, dict[str, list[str]]] = {}
+    for name, run in runs.items():
+        for level in run:
+            if level.get("output_digests"):
+                answers.setdefault(level["concurrency"], {})[name] = level["output_digests"]
+    if not answers or all(len(by_name) < 2 for by_name in answers.values()):
+        return "Fewer than two configurations answered: nothing to compare."
+    prompts = min(len(d) for by_name in answers.values() for d in by_name.values())
+    groups = {f"c={c}": by_name for c, by_name in sorted(answers.items())}
+    groups["all levels"] = {
+        f"{name} c={c}": digests[:prompts]
+        for c, by_name in sorted(answers.items())
+        for name, digests in by_name.items()
+    }
+    rows = []
+    for label, by_name in groups.items():
+        (reference_name, reference), *_ = by_name.items()
+        differing: set[int] = set()
+        where, failed = [], []
+        for name, digests in by_name.items():
+            lost = {index for index, digest in enumerate(digests[: len(reference)]) if not digest}
+            # Only two answers can differ: a failed request is the failing side's, not a
+            # difference of everyone else's from it.
+            changed = {
+                index
+                for index, (ours, theirs) in enumerate(zip(reference, digests, strict=False))
+                if ours and theirs and ours != theirs
+            }
+            differing |= lost | changed
+            where += [name] if changed else []
+            failed += [name] if lost else []
+        cell = f"{', '.join(where)} (against {reference_name})" if where else ""
+        cell += ("; " if cell else "") + (f"failed: {', '.join(failed)}" if failed else "")
+        rows.append(
+            [
+                label,
+                str(len(by_name)),
+                f"{len(reference) - len(differing)} of {len(reference)}",
+                ", ".join(str(index + 1) for index in sorted(differing)) or "-",
+                cell or "-",
+            ]
+        )
+    return markdown(
+        ["level", "configurations", "answers identical", "requests that differ", "which differ"],
+        rows,
+    )
+
+
 def lowest_level_positions(levels: Sequence[Level]) -> tuple[int, list[float]] | None:
     """The acceptance rates by position at the lowest concurrency that has them, and that level."""
     measured = [level for level in levels if level.get("acceptance_per_position")]
@@ -169,63 +262,61 @@ def write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n")
 
 
-def plot_throughput(runs: Mapping[str, Sequence[Level]], path: Path, title: str) -> None:
+@contextmanager
+def figure(path: Path, title: str) -> Iterator[Any]:
+    """The axes of one titled, gridded chart, saved as a PNG at `path` when the block ends."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only; no display on a server
     from matplotlib import pyplot
 
-    figure, axes = pyplot.subplots(figsize=(7, 4.5))
-    for name, levels in runs.items():
-        points = [(level["concurrency"], level["output_tokens_per_s"]) for level in levels]
-        axes.plot([c for c, _ in points], [t for _, t in points], marker="o", label=name)
-    axes.set_xscale("log", base=2)
-    concurrencies = sorted({level["concurrency"] for run in runs.values() for level in run})
-    axes.set_xticks(concurrencies, [str(c) for c in concurrencies])
-    axes.set_xlabel("concurrency")
-    axes.set_ylabel("output tokens/s")
-    axes.set_title(title)
-    axes.grid(True, alpha=0.3)
-    axes.legend(fontsize="small")
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
-    pyplot.close(figure)
+    chart, axes = pyplot.subplots(figsize=(7, 4.5))
+    try:
+        yield axes
+        axes.set_title(title)
+        axes.grid(True, alpha=0.3)
+        chart.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        chart.savefig(path, dpi=120)
+    finally:
+        pyplot.close(chart)
+
+
+def plot_throughput(runs: Mapping[str, Sequence[Level]], path: Path, title: str) -> None:
+    with figure(path, title) as axes:
+        for name, levels in runs.items():
+            points = [(level["concurrency"], level["output_tokens_per_s"]) for level in levels]
+            axes.plot([c for c, _ in points], [t for _, t in points], marker="o", label=name)
+        axes.set_xscale("log", base=2)
+        concurrencies = sorted({level["concurrency"] for run in runs.values() for level in run})
+        axes.set_xticks(concurrencies, [str(c) for c in concurrencies])
+        axes.set_xlabel("concurrency")
+        axes.set_ylabel("output tokens/s")
+        axes.legend(fontsize="small")
 
 
 def plot_positions(runs: Mapping[str, Sequence[Level]], path: Path, title: str) -> None:
     """Acceptance rate against draft position, one line per speculative configuration, at its
     lowest measured concurrency (the legend names it)."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only; no display on a server
-    from matplotlib import pyplot
-
-    figure, axes = pyplot.subplots(figsize=(7, 4.5))
-    depth = 0
-    for name, levels in runs.items():
-        if (measured := lowest_level_positions(levels)) is None:
-            continue
-        concurrency, rates = measured
-        positions = range(1, len(rates) + 1)
-        axes.plot(positions, rates, marker="o", label=f"{name} (c={concurrency})")
-        depth = max(depth, len(rates))
-    if depth:
-        axes.set_xticks(range(1, depth + 1))
-        axes.legend(fontsize="small")
-    else:
-        axes.text(
-            0.5, 0.5, "no configuration drafted tokens", ha="center", transform=axes.transAxes
-        )
-    axes.set_ylim(0, 1.05)
-    axes.set_xlabel("draft position")
-    axes.set_ylabel("accepted / drafts")
-    axes.set_title(title)
-    axes.grid(True, alpha=0.3)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
-    pyplot.close(figure)
+    with figure(path, title) as axes:
+        depth = 0
+        for name, levels in runs.items():
+            if (measured := lowest_level_positions(levels)) is None:
+                continue
+            concurrency, rates = measured
+            positions = range(1, len(rates) + 1)
+            axes.plot(positions, rates, marker="o", label=f"{name} (c={concurrency})")
+            depth = max(depth, len(rates))
+        if depth:
+            axes.set_xticks(range(1, depth + 1))
+            axes.legend(fontsize="small")
+        else:
+            axes.text(
+                0.5, 0.5, "no configuration drafted tokens", ha="center", transform=axes.transAxes
+            )
+        axes.set_ylim(0, 1.05)
+        axes.set_xlabel("draft position")
+        axes.set_ylabel("accepted / drafts")
 
 
 def write_run(out_dir: Path, name: str, levels: Sequence[Level], meta: dict[str, Any]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from statistics import fmean
@@ -64,4 +65,10 @@ def summarize(
         "output_tokens_per_s_per_request": mean(rates),
         "acceptance_length": acceptance_length,
         "acceptance_per_position": acceptance_per_position,
+        # Per request, in the order sent; "" for a failed one.
+        "output_digests": [digest(result.text) if result.ok else "" for result in results],
     }
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -12,13 +12,32 @@ from typing import Any
 from bench import report
 from bench.container import Configuration, LocalContainer
 from bench.run import run_sweep
+from bench.side_by_side import failures_note, measure_side_by_side, medians
 from bench.targets import UrlTarget
 
-DEFAULT_K = (3, 7, 11)
+# The trained demo heads are declared for 8 draft positions; deeper heads take --k.
+DEFAULT_K = (3, 5, 7)
 POSITIONS_NOTE = (
     "Share of drafts whose token at each position was accepted during the level (vLLM's"
     " accepted-per-position counter over its drafts counter); position 1 follows the last"
     " real token.\n\n"
+)
+
+# Interleaved rounds of the finalists; 0 leaves that stage out.
+DEFAULT_ROUNDS = 3
+SIDE_BY_SIDE_NOTE = (
+    "Each method's best K over all levels (its tok/s as a share of the method's best at each"
+    " level, summed), all up together and measured in interleaved rounds: median tok/s, and"
+    " P-EAGLE's ratios with their range over the rounds. Quote these ratios: the tables below"
+    " measure one configuration after another, so the machine's drift between them lands in"
+    " their ratios.\n\n"
+)
+
+AGREEMENT_NOTE = (
+    "Speculation is lossless: with greedy sampling each prompt's answer should be the same"
+    " in every configuration. Each answer's text is compared by its SHA-256; a failed request"
+    " counts as differing. On a CPU, batches of other sizes may round differently, so a level"
+    " can differ from another where configurations agree within a level.\n\n"
 )
 
 
@@ -70,6 +89,69 @@ def measure(
     return levels_measured, ready_after
 
 
+def finalists(
+    runs: Mapping[str, Sequence[dict[str, Any]]], described: Mapping[str, dict[str, Any]]
+) -> dict[str, str]:
+    """Per method, the configuration that did best over all levels: the highest sum of its
+    tok/s as a share of its method's best at each level."""
+    levels = sorted({level["concurrency"] for run in runs.values() for level in run})
+    chosen = {}
+    for method in report.METHOD_TITLES:
+        names = [name for name in runs if described[name]["method"] == method]
+        tops = {
+            concurrency: max(
+                (report.throughput_at(runs[name], concurrency) or 0.0 for name in names),
+                default=0.0,
+            )
+            for concurrency in levels
+        }
+        if names:
+            chosen[method] = best_of(names, runs, tops)
+    return chosen
+
+
+def best_of(
+    names: Sequence[str], runs: Mapping[str, Sequence[dict[str, Any]]], tops: Mapping[int, float]
+) -> str:
+    """The configuration among `names` with the highest share_of_best."""
+    shares = {name: share_of_best(runs[name], tops) for name in names}
+    return max(shares, key=shares.__getitem__)
+
+
+def share_of_best(levels: Sequence[dict[str, Any]], tops: Mapping[int, float]) -> float:
+    """The sum over levels of a configuration's tok/s as a share of the best at that level."""
+    return sum(
+        (report.throughput_at(levels, concurrency) or 0.0) / top
+        for concurrency, top in tops.items()
+        if top
+    )
+
+
+def run_finalists(
+    chosen: Mapping[str, str],
+    configurations: Sequence[Configuration],
+    payloads: Sequence[dict[str, Any]],
+    levels: Sequence[int],
+    rounds: int,
+    opt_ml_root: Path,
+    out_dir: Path,
+    enforce_eager: bool,
+) -> dict[str, dict[int, list[dict[str, Any]]]]:
+    """The finalists up together, measured in interleaved rounds; keyed by method."""
+    by_name = {configuration.name: configuration for configuration in configurations}
+    containers = {
+        method: LocalContainer(
+            by_name[name],
+            opt_ml_root=opt_ml_root,
+            log_path=out_dir / "logs" / f"finalist-{name}.log",
+            enforce_eager=enforce_eager,
+        )
+        for method, name in chosen.items()
+    }
+    print(f"\n## Side by side: {', '.join(chosen.values())}, {rounds} rounds\n", flush=True)
+    return measure_side_by_side(containers, payloads, levels, rounds)
+
+
 def run_configurations(
     configurations: Sequence[Configuration],
     payloads: Sequence[dict[str, Any]],
@@ -79,11 +161,13 @@ def run_configurations(
     settings: dict[str, Any],
     port: int | None = None,
     enforce_eager: bool = True,
+    rounds: int = DEFAULT_ROUNDS,
 ) -> str:
-    """Every configuration in turn; writes sweep.json, sweep.md, sweep.png and
-    sweep-positions.png; returns the markdown report."""
+    """Every configuration in turn, then each method's finalist side by side; writes
+    sweep.json, sweep.md, sweep.png and sweep-positions.png; returns the markdown report."""
     runs: dict[str, list[dict[str, Any]]] = {}
     described = {configuration.name: configuration.describe() for configuration in configurations}
+    document: dict[str, Any] = {"settings": settings, "configurations": described, "runs": runs}
     started = time.monotonic()
     for configuration in configurations:
         levels_measured, ready_after = measure(
@@ -93,11 +177,21 @@ def run_configurations(
         described[configuration.name]["ready_after_s"] = ready_after
         print(f"\n## {configuration.name}\n\n{report.levels_table(levels_measured)}\n", flush=True)
         # Written after each configuration, so a long sweep that fails keeps what it measured.
-        report.write_json(
-            out_dir / "sweep.json",
-            {"settings": settings, "configurations": described, "runs": runs},
+        report.write_json(out_dir / "sweep.json", document)
+    chosen = finalists(runs, described)
+    if rounds and len(chosen) > 1:
+        measured = run_finalists(
+            chosen, configurations, payloads, levels, rounds, opt_ml_root, out_dir, enforce_eager
         )
-    return write_report(out_dir, runs, described, (time.monotonic() - started) / 60)
+        document["side_by_side"] = {
+            "rounds": rounds,
+            "finalists": chosen,
+            "medians": medians(measured),
+            "runs": measured,
+        }
+        report.write_json(out_dir / "sweep.json", document)
+    minutes = (time.monotonic() - started) / 60
+    return write_report(out_dir, runs, described, minutes, document.get("side_by_side"))
 
 
 def write_report(
@@ -105,17 +199,32 @@ def write_report(
     runs: Mapping[str, Sequence[dict[str, Any]]],
     described: Mapping[str, dict[str, Any]],
     minutes: float,
+    side_by_side: Mapping[str, Any] | None = None,
 ) -> str:
-    """sweep.md, sweep.png and sweep-positions.png from the measured runs; returns the
-    markdown report."""
-    text = (
-        "## Output tokens/s: best of each method\n\n"
+    """sweep.md, sweep.png and sweep-positions.png from the measured runs (and the finalists'
+    interleaved rounds, when there are any); returns the markdown report."""
+    text = ""
+    if side_by_side:
+        text += (
+            f"## Side by side: the best of each method, {side_by_side['rounds']} rounds\n\n"
+            + SIDE_BY_SIDE_NOTE
+            + report.side_by_side_table(
+                side_by_side["runs"], side_by_side["medians"], side_by_side["finalists"]
+            )
+            + failures_note(side_by_side["medians"])
+            + "\n\n"
+        )
+    text += (
+        "## Output tokens/s: best of each method, one configuration after another\n\n"
         + report.comparison_table(runs, described)
         + "\n\n## Every configuration: output tokens/s (mean acceptance length)\n\n"
         + report.configurations_table(runs)
         + "\n\n## Acceptance per draft position\n\n"
         + POSITIONS_NOTE
         + report.positions_table(runs)
+        + "\n\n## Greedy answers across configurations\n\n"
+        + AGREEMENT_NOTE
+        + report.agreement_table(runs)
         + f"\n\nSweep took {minutes:.1f} min.\n"
     )
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ from safetensors.torch import load_file
 from tqdm import tqdm
 from transformers import AutoTokenizer, LlamaForCausalLM
 
-from model_data_sources import training
+from model_data_sources import evaluation, training
 from model_data_sources.corpus import build_corpus, chat_text
 from model_data_sources.heads import DraftHead
 from model_data_sources.tokenizer import MASK
@@ -129,14 +129,15 @@ def finetune(
     old = features_for(target, replay, recipe, tune.new_tokens, pad_id, "replay  ")
     held_out = new.tokens.shape[0] - tune.eval_prompts
     train = concat([split(new, slice(0, held_out)), old])
-    evaluation = split(new, slice(held_out, None))
+    held_out_features = split(new, slice(held_out, None))
 
     embed = target.get_input_embeddings()
     embed.requires_grad_(False)
     mask_id = tokenizer.convert_tokens_to_ids(MASK)
     logits_fn = training.peagle_fn(embed, mask_id, recipe.depth)
-    base = load_head(base_dir, recipe)
-    base_accuracy, base_lengths = training.acceptance(base, logits_fn, evaluation, recipe.depth)
+    base = evaluation.head_report(
+        load_head(base_dir, recipe), logits_fn, held_out_features, recipe.depth
+    )
     head = load_head(base_dir, recipe)
     steps = tune.epochs * (train.tokens.shape[0] // tune.batch)
     with tqdm(total=steps, desc="fine-tune", unit="step") as progress:
@@ -144,7 +145,7 @@ def finetune(
             head, logits_fn, train, tune.batch, tune.epochs, recipe.anchors, tune.lr, SEED + 3,
             progress,
         )  # fmt: skip
-    accuracy, lengths = training.acceptance(head, logits_fn, evaluation, recipe.depth)
+    fine_tuned = evaluation.head_report(head, logits_fn, held_out_features, recipe.depth)
 
     out_target = out / "model"
     if out_target.is_symlink() or out_target.exists():
@@ -160,15 +161,6 @@ def finetune(
         "held_out_prompts": tune.eval_prompts,
         "loss_first": losses[0],
         "loss_last10": sum(losses[-10:]) / min(10, len(losses)),
-        "offline_held_out": {
-            "base": {
-                "accuracy_per_offset": [round(a, 3) for a in base_accuracy],
-                "acceptance_length_at_k": [round(v, 3) for v in base_lengths],
-            },
-            "fine_tuned": {
-                "accuracy_per_offset": [round(a, 3) for a in accuracy],
-                "acceptance_length_at_k": [round(v, 3) for v in lengths],
-            },
-        },  # fmt: skip
+        "offline_held_out": {"base": base, "fine_tuned": fine_tuned},
         "seconds": round(time.monotonic() - started, 1),
     }

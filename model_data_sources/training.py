@@ -287,35 +287,3 @@ def train_head(
     )
     head.eval()
     return losses
-
-
-@torch.no_grad()
-def acceptance(
-    head: DraftHead, logits_fn: LogitsFn, features: Features, depth: int, batch_size: int = 8
-) -> tuple[list[float], list[float]]:
-    """Offline greedy acceptance on held-out sequences, every anchor on the greedy path.
-
-    Returns the per-offset accuracy and the mean acceptance length at K = 1..depth
-    (1 + expected number of leading draft tokens that match the target's greedy tokens).
-    """
-    generator = torch.Generator().manual_seed(0)
-    hits: list[Tensor] = []  # [anchors, depth] matches
-    for start in range(0, features.tokens.shape[0], batch_size):
-        rows = torch.arange(start, min(start + batch_size, features.tokens.shape[0]))
-        batch = make_batch(features, rows, 10_000, generator)
-        logits, labels, weights, offsets = logits_fn(head, batch)
-        correct = logits.argmax(-1) == labels
-        num_anchors = batch.anchors.shape[1]
-        real = offsets == 0
-        # Offset 0 of anchor j is the real slot j.
-        first = correct[:, real].gather(1, batch.anchors.clamp(min=0))
-        chain = [first] + [
-            correct[:, offsets == offset].view(-1, num_anchors) for offset in range(1, depth)
-        ]
-        valid = weights[:, offsets == depth - 1].view(-1, num_anchors) > 0
-        hits.append(torch.stack(chain, dim=-1)[valid])
-    matches = torch.cat(hits).float()
-    accuracy = matches.mean(0).tolist()
-    leading = matches.cumprod(dim=1)
-    lengths = [1 + leading[:, :k].sum(1).mean().item() for k in range(1, depth + 1)]
-    return accuracy, lengths

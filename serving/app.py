@@ -157,7 +157,7 @@ def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAP
     @app.get("/metrics")
     async def prometheus_metrics() -> Response:
         engine_text = await engine_metrics()
-        body = (engine_text or "").encode() + metrics.render(engine_text or "")
+        body = (engine_text or "").encode() + metrics.render(engine_text)
         if relay.capture is not None:
             body += generate_latest(relay.capture.registry)
         return Response(body, media_type=PROMETHEUS_TEXT)

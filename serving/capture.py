@@ -24,8 +24,9 @@ from serving import sse
 
 log = logging.getLogger("serving.capture")
 
-# Routes that take chat requests, the work a head is trained on; /invocations also takes
-# completion payloads, which the writer skips.
+# Routes that take chat requests, the work a head is trained on. /invocations also takes
+# completion payloads: only bodies that mention "messages" are chosen (see Capture.wants),
+# and the writer still skips one that mentions "messages" without being a chat request.
 CAPTURED_ROUTES = {"/invocations", "/v1/chat/completions"}
 QUEUE_RECORDS = 1024
 # An answer larger than this is not kept for capture (it would be held in memory).
@@ -129,8 +130,15 @@ class Capture:
         )
         self.thread = threading.Thread(target=self._write_all, name="capture", daemon=True)
 
-    def wants(self, route: str) -> bool:
-        return route in CAPTURED_ROUTES and random.random() < self.sample
+    def wants(self, route: str, request_body: bytes) -> bool:
+        """Whether to capture a request: a captured route, a body that may be a chat request
+        (the writer checks properly; this spares it, and the queue, the completion payloads),
+        then the sample draw, last, so the odds for a chat request are `sample`."""
+        return (
+            route in CAPTURED_ROUTES
+            and b'"messages"' in request_body
+            and random.random() < self.sample
+        )
 
     def offer(self, exchange: Exchange) -> None:
         """Hand an exchange to the writer; never blocks."""

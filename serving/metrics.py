@@ -8,7 +8,7 @@ rates of vLLM's counters in PromQL for windows.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -23,6 +23,22 @@ ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
 
 
 SPEC_DECODE_COUNTERS = (DRAFTS, DRAFT_TOKENS, ACCEPTED)
+ENGINE_UP = "serving_engine_metrics_up"
+
+
+def metric_total(text: str, name: str, labels: Mapping[str, str] | None = None) -> float:
+    """Sum of the samples named `name` whose labels include `labels`, over all label sets; 0
+    when there are none. A counter answers to its samples' name (`x_total`) and to its family's
+    (`x`, the parser's name for it): either sums its `_total` samples, never `x_created`."""
+    wanted = (labels or {}).items()
+    total = 0.0
+    for family in text_string_to_metric_families(text):
+        counter = family.type == "counter" and family.name == name
+        for sample in family.samples:
+            if sample.name == name or (counter and sample.name == name + "_total"):
+                if wanted <= sample.labels.items():
+                    total += sample.value
+    return total
 
 
 def spec_decode_totals(
@@ -44,6 +60,22 @@ def spec_decode_totals(
             else:
                 totals[family.name] += sample.value
     return totals, by_position
+
+
+class EngineUpCollector(Collector):
+    """Prometheus's `up`, for the engine's part of a scrape: a missing vLLM series then reads
+    as "not scraped", not as a value that dropped to nothing."""
+
+    def __init__(self, up: bool):
+        self.up = up
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        yield GaugeMetricFamily(
+            ENGINE_UP,
+            "1 if this scrape carries the engine's metrics, 0 if the engine was not ready "
+            "or did not answer within the front's timeout.",
+            value=1.0 if self.up else 0.0,
+        )
 
 
 class SpecDecodeCollector(Collector):
@@ -114,7 +146,10 @@ class FrontMetrics:
             registry=self.registry,
         )
 
-    def render(self, engine_text: str) -> bytes:
+    def render(self, engine_text: str | None) -> bytes:
+        """The front's metrics, whether this scrape carries the engine's (None: it did not
+        answer, or is not ready), and the gauges derived from them."""
         derived = CollectorRegistry()
-        derived.register(SpecDecodeCollector(engine_text))
+        derived.register(EngineUpCollector(engine_text is not None))
+        derived.register(SpecDecodeCollector(engine_text or ""))
         return generate_latest(self.registry) + generate_latest(derived)

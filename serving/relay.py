@@ -103,9 +103,7 @@ class Relay:
             log.warning("engine request to %s failed: %r", printable(target), error)
             return error_response(503, ENGINE_GONE, "EngineUnavailable", {"Retry-After": "5"})
         state = request.scope.setdefault("state", {})
-        # Only chat requests are captured; the writer checks properly, this only spares it
-        # (and the queue) the completion payloads.
-        if b'"messages"' in content and self.wants_capture(state, upstream.status_code):
+        if self.wants_capture(state, upstream.status_code, content):
             state["capture_request"] = content
         if is_small_json(upstream):
             return await self._whole(upstream, state)
@@ -158,13 +156,13 @@ class Relay:
         finally:
             await upstream.aclose()
 
-    def wants_capture(self, state: dict, status: int) -> bool:
+    def wants_capture(self, state: dict, status: int, content: bytes) -> bool:
         route = state.get("route")
         return (
             self.capture is not None
             and status == 200
             and route is not None
-            and self.capture.wants(route.label)
+            and self.capture.wants(route.label, content)
         )
 
     def offer_capture(

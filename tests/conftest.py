@@ -17,14 +17,15 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
 import pytest
 
-from bench.acceptance import metric_sum
 from bench.container import (
+    QUICK_DEMO_ROOT,
     RANDOM_DEMO_ROOT,
     REPO_ROOT,
     TRAINED_DEMO_ROOT,
@@ -34,6 +35,8 @@ from bench.container import (
     host_environment,
 )
 from image_build.build import CPU_IMAGE
+from serving.metrics import ENGINE_UP, metric_total
+from tests.stalls import WATCH
 
 ROOT = REPO_ROOT
 DEMO_ROOT = default_opt_ml_root()
@@ -43,6 +46,8 @@ LOG_DIR = ROOT / "build" / "test-logs"
 CAPTURE_DIR = ROOT / "build" / "test-capture"
 LOADING_PROBE = {"messages": [{"role": "user", "content": "Are you up?"}], "max_tokens": 4}
 PEAGLE_MAX_CONCURRENT = 8
+# How long a vLLM metric may be missing from the front's scrapes before a test fails.
+ENGINE_SCRAPE_SECONDS = 60
 PEAGLE_CONFIG = {"method": "eagle3", "num_speculative_tokens": 3, "parallel_drafting": True}
 
 
@@ -54,6 +59,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run the containers as processes here (host) or as the built image (docker)",
     )
     parser.addoption("--image", default=CPU_IMAGE, help="the image --backend docker runs")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    WATCH.start()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A failed test says whether the machine held a CPU while it ran (tests/stalls.py)."""
+    report = (yield).get_result()
+    end = time.monotonic()
+    if report.failed and (stalled := WATCH.stalled(end - call.duration, end)):
+        report.sections.append(
+            ("machine stalls", f"the machine held a CPU for {stalled:.1f} s of this test")
+        )
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if stalls := WATCH.stalls:
+        longest = max(length for _, length in stalls)
+        total = sum(length for _, length in stalls)
+        terminalreporter.write_line(
+            f"machine stalls: {len(stalls)}, {total:.1f} s in all, the longest "
+            f"{longest:.1f} s (a CPU's run queue held while the other ran; tests/stalls.py)"
+        )
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -75,9 +105,31 @@ class Probes:
             answer = http.post(f"{self.url}/invocations", json=LOADING_PROBE)
             self.loading_invocation = (answer.status_code, answer.json())
 
-    def metric(self, name: str, client: httpx.Client | None = None) -> float:
-        """Sum of a metric's samples on the front's /metrics."""
-        return metric_sum((client or httpx).get(f"{self.url}/metrics").text, name)
+    def metric(
+        self,
+        name: str,
+        client: httpx.Client | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> float:
+        """Sum of a metric's samples on the front's /metrics (those with `labels`, if given).
+
+        A scrape without the engine's part (`serving_engine_metrics_up` 0: vLLM did not answer
+        the front within 5 s) would read a vLLM metric as 0, so it is scraped again. These
+        machines can stall every process for 10-20 s under load, and a stalled front gives up
+        on vLLM when it wakes; a vLLM metric missing for a minute fails."""
+        deadline = time.monotonic() + ENGINE_SCRAPE_SECONDS
+        while True:
+            text = (client or httpx).get(f"{self.url}/metrics", timeout=30).text
+            if not name.startswith("vllm:") or metric_total(text, ENGINE_UP) == 1:
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{self.name}: the front's /metrics carried no engine metrics for "
+                    f"{ENGINE_SCRAPE_SECONDS} s, so {name} is unknown (vLLM not ready, or its "
+                    "/metrics slower than the front's timeout)"
+                )
+            time.sleep(0.2)
+        return metric_total(text, name, labels)
 
 
 class Container(Probes, HostContainer):
@@ -122,14 +174,16 @@ def serve_until_exit(env: Mapping[str, str]) -> subprocess.CompletedProcess:
     )
 
 
+def build_demo_pair(root: Path, *flags: str) -> None:
+    """`python -m model_data_sources`: builds the pair at `root`, or checks its stamp."""
+    command = [sys.executable, "-m", "model_data_sources", *flags, str(root)]
+    subprocess.run(command, check=True, cwd=ROOT)
+
+
 @pytest.fixture(scope="session")
 def demo_root() -> Path:
     if not TRAINED:  # the random pair builds in seconds; the trained one is `make trained-model`
-        subprocess.run(
-            [sys.executable, "-m", "model_data_sources", str(RANDOM_DEMO_ROOT)],
-            check=True,
-            cwd=ROOT,
-        )
+        build_demo_pair(RANDOM_DEMO_ROOT)
     return DEMO_ROOT
 
 
@@ -152,9 +206,15 @@ CONFIGURATIONS = {
         VLLM_ALLOW_RUNTIME_LORA_UPDATING="true",
         SERVING_EMF_INTERVAL_SECONDS="0",
     ),
+    # What a newcomer's first `make serve` serves: the quick pair, P-EAGLE at K=3.
+    "quick": lambda: host_environment(
+        OPT_ML_ROOT=str(QUICK_DEMO_ROOT), SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)
+    ),
     # Containers that a test stops: one by SIGTERM, one by killing its engine.
     "drain": lambda: demo_env(SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)),
-    "doomed": lambda: demo_env(),
+    # Its front outlives the engine by 5 s (3 by default), longer than the checks made
+    # after the kill take (up to 2.5 s), so they never race its exit.
+    "doomed": lambda: demo_env(SERVING_ENGINE_EXIT_SECONDS="5"),
 }
 
 
@@ -177,6 +237,8 @@ def containers(demo_root: Path, request: pytest.FixtureRequest):
     config = request.config
     names = config.stash.get(USED_CONFIGURATIONS, list(CONFIGURATIONS))
     shutil.rmtree(CAPTURE_DIR, ignore_errors=True)
+    if "quick" in names:  # `make test` has built it; this only checks its stamp
+        build_demo_pair(QUICK_DEMO_ROOT, "--quick")
     if config.getoption("--backend") == "docker":
         image = config.getoption("--image")
         started = {
@@ -201,6 +263,11 @@ def peagle(containers) -> Container:
 @pytest.fixture(scope="session")
 def plain(containers) -> Container:
     return containers["plain"]
+
+
+@pytest.fixture(scope="session")
+def quick(containers) -> Container:
+    return containers["quick"]
 
 
 @pytest.fixture(scope="session")

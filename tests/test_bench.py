@@ -14,11 +14,13 @@ from bench.acceptance import (
     acceptance_per_position,
     parse_counters,
 )
-from bench.client import StreamTimer
+from bench.client import StreamTimer, json_result
 from bench.load import run_load
 from bench.prompts import load_payloads
 from bench.report import COLUMNS
-from bench.sweep import write_report
+from bench.side_by_side import FIGURES, failures, medians
+from bench.stats import digest
+from bench.sweep import finalists, write_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -128,6 +130,84 @@ def test_a_sweep_without_speculation_says_so_instead_of_an_empty_table(tmp_path)
     assert (tmp_path / "sweep-positions.png").read_bytes()[:8] == PNG
 
 
+def agreeing_level(concurrency: int, digests: list[str]) -> dict:
+    return level(concurrency, 10.0, None) | {"output_digests": digests}
+
+
+def test_the_sweep_report_shows_which_greedy_answers_differ_between_configurations(tmp_path):
+    runs = {
+        "none": [agreeing_level(1, ["", "b", "c"]), agreeing_level(4, ["a", "b", "c"])],
+        "eagle3-k3": [agreeing_level(1, ["a", "b", "c"]), agreeing_level(4, ["a", "x", "c"])],
+        "peagle-k3": [agreeing_level(1, ["a", "b", "c"]), agreeing_level(4, ["a", "b", ""])],
+    }  # a failed request ("") counts as differing, and only against the one that failed
+    described = {name: {"method": name.split("-")[0]} for name in runs}
+    text = write_report(tmp_path, runs, described, minutes=1.0)
+    section = text.split("## Greedy answers across configurations\n")[1].split("\n\nSweep")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    assert rows[1:] == [
+        "| c=1 | 3 | 2 of 3 | 1 | failed: none |",
+        "| c=4 | 3 | 1 of 3 | 2, 3 | eagle3-k3 (against none); failed: peagle-k3 |",
+        "| all levels | 6 | 0 of 3 | 1, 2, 3 | eagle3-k3 c=4 (against none c=1); "
+        "failed: none c=1, peagle-k3 c=4 |",
+    ]
+
+
+def test_the_sweeps_finalists_are_the_best_k_of_each_method_over_all_levels():
+    runs = {
+        "none": [level(1, 10.0, None), level(4, 30.0, None)],
+        "eagle3-k3": [level(1, 20.0, None), level(4, 50.0, None)],
+        "eagle3-k7": [level(1, 22.0, None), level(4, 40.0, None)],  # 1.0 + 0.8 < 0.91 + 1.0
+        "peagle-k3": [level(1, 25.0, None), level(4, 70.0, None)],
+        "peagle-k7": [level(1, 30.0, None), level(4, 69.0, None)],
+    }
+    described = {name: {"method": name.split("-")[0]} for name in runs}
+    assert finalists(runs, described) == {
+        "peagle": "peagle-k7",
+        "eagle3": "eagle3-k3",
+        "none": "none",
+    }
+
+
+def test_the_side_by_side_rounds_head_the_sweep_report_with_their_ratios(tmp_path):
+    runs = {"none": [level(1, 10.0, None)], "peagle-k3": [level(1, 25.0, None)]}
+    described = {"none": {"method": "none"}, "peagle-k3": {"method": "peagle", "k": 3}}
+
+    def round_of(tokens_per_s: float, failed: int = 0) -> dict:
+        figures = {figure: 100.0 for figure in FIGURES} | {"output_tokens_per_s": tokens_per_s}
+        return figures | {"failed": failed, "errors": ["503 EngineUnavailable"] * bool(failed)}
+
+    rounds = {
+        "peagle": {1: [round_of(30.0), round_of(24.0), round_of(27.0, failed=1)]},
+        "none": {1: [round_of(10.0), round_of(12.0), round_of(9.0)]},
+    }
+    side_by_side = {
+        "rounds": 3,
+        "finalists": {"peagle": "peagle-k3", "none": "none"},
+        "medians": medians(rounds),
+        "runs": rounds,
+    }
+    text = write_report(tmp_path, runs, described, 1.0, side_by_side)
+    assert text.startswith("## Side by side: the best of each method, 3 rounds\n")
+    section = text.split("\n## Output tokens/s")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    assert rows == [
+        "| concurrency | P-EAGLE (peagle-k3) | no speculation (none) "
+        "| P-EAGLE / no speculation (rounds) |",
+        "| 1 | 27.0 | 10.0 | 2.70x (2.00-3.00) |",
+    ]  # medians 27 and 10; per round 30/10, 24/12, 27/9
+    assert "- peagle at c=1: 1 requests failed: 503 EngineUnavailable" in section
+
+
+def test_chat_answers_are_read_from_deltas_and_messages():
+    timer = StreamTimer(started=0.0)
+    timer.feed(b'data: {"choices":[{"delta":{"role":"assistant"}}]}\n\n', now=0.1)
+    timer.feed(b'data: {"choices":[{"delta":{"content":"de"}}]}\n\n', now=0.2)
+    timer.feed(b'data: {"choices":[{"delta":{"content":"f"}}]}\n\ndata: [DONE]\n\n', now=0.3)
+    assert timer.finish(now=0.3).text == "def"
+    body = json.dumps({"choices": [{"message": {"content": "def f"}}], "usage": {}}).encode()
+    assert json_result(200, body, 0.0, 0.5).text == "def f"
+
+
 def test_stream_timer_reads_split_events_and_usage():
     timer = StreamTimer(started=0.0)
     timer.feed(b'data: {"choices":[{"text":"a"}]}\n\ndata: {"choi', now=0.1)
@@ -135,6 +215,7 @@ def test_stream_timer_reads_split_events_and_usage():
     timer.feed(b'data: {"choices":[],"usage":{"completion_tokens":3}}\n\ndata: [DONE]\n\n', now=0.4)
     result = timer.finish(now=0.4)
     assert result.ok and result.ttft == 0.1 and result.output_tokens == 3
+    assert result.text == "abc"
     assert result.itl == [0.3 - 0.1]
     assert abs(result.tpot - 0.1) < 1e-9
 
@@ -160,6 +241,8 @@ def test_benchmark_reports_every_column(peagle, tmp_path):
         rates = level["acceptance_per_position"]
         assert len(rates) == 3 and 1.0 >= rates[0] >= rates[1] >= rates[2] >= 0.0
         assert sum(rates) == pytest.approx(level["acceptance_length"] - 1)
+        # Every answer's text is kept (as a digest) for the sweep's lossless check.
+        assert len(level["output_digests"]) == 4 and digest("") not in level["output_digests"]
     table = (tmp_path / "smoke.md").read_text()
     for _, title, _ in COLUMNS:
         assert title in table
@@ -212,7 +295,7 @@ def test_the_retrain_table_compares_the_heads_on_the_same_workload_and_concurren
 
 
 def test_ab_reports_each_figure_as_b_against_a_from_the_median_round():
-    from bench.ab import failures, medians, table
+    from bench.ab import table
 
     def level(tokens_per_s: float, latency: float, failed: int = 0) -> dict:
         return {

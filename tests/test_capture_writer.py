@@ -54,6 +54,16 @@ def test_a_writer_that_falls_behind_drops_and_counts_instead_of_queueing(tmp_pat
     assert capture.queue.qsize() == QUEUE_RECORDS
 
 
+def test_only_chat_looking_bodies_on_captured_routes_are_chosen(tmp_path: Path):
+    chat, completion = json.dumps(CHAT).encode(), b'{"prompt": "def f(", "max_tokens": 4}'
+    always = Capture(tmp_path, 1.0, 1 << 20)
+    assert always.wants("/invocations", chat)
+    assert always.wants("/v1/chat/completions", chat)
+    assert not always.wants("/invocations", completion)
+    assert not always.wants("/v1/completions", chat)
+    assert not Capture(tmp_path, 0.0, 1 << 20).wants("/invocations", chat)
+
+
 def test_a_stream_is_captured_as_the_answer_it_spelled_out():
     stream = (
         b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"role":"assistant"}}]}\n\n'

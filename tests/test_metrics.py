@@ -7,9 +7,52 @@ import json
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from serving.metrics import spec_decode_totals
+from serving.metrics import ENGINE_UP, FrontMetrics, metric_total, spec_decode_totals
 
 CHAT = {"messages": [{"role": "user", "content": "Write a loop."}], "max_tokens": 24}
+
+
+# As prometheus_client writes them: a counter's TYPE names its `_total` samples, and its
+# `_created` timestamps come as a gauge of their own.
+ENGINE_TEXT = """\
+# HELP vllm:spec_decode_num_drafts_total Drafts.
+# TYPE vllm:spec_decode_num_drafts_total counter
+vllm:spec_decode_num_drafts_total{engine="0",model_name="m"} 3.0
+vllm:spec_decode_num_drafts_total{engine="1",model_name="m"} 4.0
+# HELP vllm:spec_decode_num_drafts_created Drafts.
+# TYPE vllm:spec_decode_num_drafts_created gauge
+vllm:spec_decode_num_drafts_created{engine="0",model_name="m"} 1.7e+09
+vllm:spec_decode_num_drafts_created{engine="1",model_name="m"} 1.7e+09
+# HELP serving_requests_total Requests.
+# TYPE serving_requests_total counter
+serving_requests_total{route="/invocations",status="200"} 5.0
+serving_requests_total{route="/invocations",status="500"} 2.0
+serving_requests_total{route="/ping",status="200"} 9.0
+# HELP serving_requests_in_flight In flight.
+# TYPE serving_requests_in_flight gauge
+serving_requests_in_flight 1.0
+"""
+
+
+def test_metric_total_sums_a_counters_samples_by_either_name_and_filters_by_labels():
+    assert metric_total(ENGINE_TEXT, "vllm:spec_decode_num_drafts_total") == 7.0
+    assert metric_total(ENGINE_TEXT, "vllm:spec_decode_num_drafts") == 7.0
+    assert metric_total(ENGINE_TEXT, "vllm:spec_decode_num_drafts_total", {"engine": "1"}) == 4.0
+    assert metric_total(ENGINE_TEXT, "serving_requests_total") == 16.0
+    errors = {"route": "/invocations", "status": "500"}
+    assert metric_total(ENGINE_TEXT, "serving_requests_total", errors) == 2.0
+    assert metric_total(ENGINE_TEXT, "serving_requests_total", {"route": "/invocations"}) == 7.0
+    assert metric_total(ENGINE_TEXT, "serving_requests_in_flight") == 1.0
+    assert metric_total(ENGINE_TEXT, "vllm:num_requests_running") == 0.0
+    assert metric_total(ENGINE_TEXT, "serving_requests_total", {"status": "404"}) == 0.0
+
+
+def test_a_scrape_says_whether_it_carries_the_engines_metrics():
+    front = FrontMetrics()
+    assert metric_total(front.render(ENGINE_TEXT).decode(), ENGINE_UP) == 1.0
+    missing = front.render(None).decode()
+    assert metric_total(missing, ENGINE_UP) == 0.0
+    assert "serving_spec_decode_mean_acceptance_length" not in missing
 
 
 def samples(text: str) -> dict[tuple[str, tuple], float]:
@@ -31,6 +74,7 @@ def test_metrics_parse_and_carry_ours_and_the_engines(client: httpx.Client):
     assert "serving_request_duration_seconds_bucket" in names
     assert "serving_stream_first_byte_seconds_count" in names
     assert ("serving_requests_in_flight", ()) in values
+    assert values[(ENGINE_UP, ())] == 1
 
 
 def test_acceptance_gauges_agree_with_vllms_counters(client: httpx.Client):

@@ -1,5 +1,5 @@
 """Speculation is lossless: greedy output with P-EAGLE equals the target's own output; with the
-trained demo pair, P-EAGLE's drafts are also accepted."""
+trained demo pairs, P-EAGLE's drafts are also accepted."""
 
 from __future__ import annotations
 
@@ -17,6 +17,14 @@ PROMPTS = [
     "The quick brown fox",
     "for i in range(10):",
 ]
+
+
+# The README's first request after `make serve`.
+README_REQUEST = {
+    "messages": [{"role": "user", "content": "What is deep learning?"}],
+    "max_tokens": 32,
+    "temperature": 0,
+}
 
 
 def greedy_tokens(url: str, prompt: str) -> list[int]:
@@ -47,18 +55,35 @@ def test_plain_container_does_not_speculate(plain):
     assert plain.metric("vllm:spec_decode_num_drafts_total") == 0
 
 
+def acceptance_on_code_prompts(container) -> float:
+    """Mean acceptance length over 4 HumanEval prompts, 64 greedy tokens each, from the
+    engine's counters."""
+    drafts = container.metric("vllm:spec_decode_num_drafts_total")
+    accepted = container.metric("vllm:spec_decode_num_accepted_tokens_total")
+    for prompt in humaneval_prompts()[:4]:
+        payload = payload_for(prompt, "chat") | {"max_tokens": 64, "temperature": 0}
+        response = httpx.post(f"{container.url}/invocations", json=payload, timeout=120)
+        assert response.status_code == 200, response.text
+    drafts = container.metric("vllm:spec_decode_num_drafts_total") - drafts
+    accepted = container.metric("vllm:spec_decode_num_accepted_tokens_total") - accepted
+    assert drafts > 0
+    return 1 + accepted / drafts
+
+
 def test_trained_p_eagle_head_gets_its_drafts_accepted(peagle):
     """What the trained pair is for: on code prompts, P-EAGLE at K=3 has most of its drafts
     accepted (the random pair accepts none: mean acceptance length 1.0)."""
     if not TRAINED:
         pytest.skip("the trained pair is not built here (make trained-model); make test builds it")
-    drafts = peagle.metric("vllm:spec_decode_num_drafts_total")
-    accepted = peagle.metric("vllm:spec_decode_num_accepted_tokens_total")
-    for prompt in humaneval_prompts()[:4]:
-        payload = payload_for(prompt, "chat") | {"max_tokens": 64, "temperature": 0}
-        response = httpx.post(f"{peagle.url}/invocations", json=payload, timeout=120)
-        assert response.status_code == 200, response.text
-    drafts = peagle.metric("vllm:spec_decode_num_drafts_total") - drafts
-    accepted = peagle.metric("vllm:spec_decode_num_accepted_tokens_total") - accepted
-    assert drafts > 0
-    assert 1 + accepted / drafts >= 1.5, f"mean acceptance length {1 + accepted / drafts:.2f}"
+    assert acceptance_on_code_prompts(peagle) >= 1.5
+
+
+def test_the_quick_pair_make_serve_builds_first_gets_its_drafts_accepted(quick):
+    """A newcomer's first `make serve` serves the quick pair: the README's first request, and
+    code prompts, show P-EAGLE at K=3 accepting at least 2 tokens per step."""
+    response = httpx.post(f"{quick.url}/invocations", json=README_REQUEST, timeout=120)
+    assert response.status_code == 200, response.text
+    length = response.headers.get("x-speculation-mean-acceptance-length")
+    assert length is not None, f"no speculation in the answer: {response.text}"
+    assert float(length) >= 2
+    assert acceptance_on_code_prompts(quick) >= 2

@@ -16,6 +16,7 @@ from bench.commands.common import (
 )
 from bench.container import EAGLE3_CHANNEL, parse_configuration
 from bench.run import DEFAULT_CONCURRENCY
+from bench.sweep import DEFAULT_K, DEFAULT_ROUNDS
 from serving import paths
 
 
@@ -31,9 +32,16 @@ def add_parser(commands: Any) -> None:
         " one, else --drafter)",
     )
     parser.add_argument(
-        "--k", type=int_list, default=[3, 7, 11], help="draft lengths, default 3,7,11"
+        "--k", type=int_list, default=list(DEFAULT_K), help="draft lengths, default 3,5,7"
     )
     parser.add_argument("--configs", help="instead of the default set: e.g. none,eagle3:3,peagle:7")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=DEFAULT_ROUNDS,
+        help="interleaved rounds of each method's best K, all up together, after the sweep"
+        f" (default {DEFAULT_ROUNDS}; 0 leaves them out)",
+    )
     parser.add_argument(
         "--concurrency",
         type=int_list,
@@ -66,6 +74,7 @@ def command(args: argparse.Namespace) -> int:
         settings_of(args),
         port=args.port,
         enforce_eager=args.enforce_eager,
+        rounds=args.rounds,
     )
     print(text)
     print(f"wrote {args.out_dir}/sweep.json, sweep.md, sweep.png and sweep-positions.png")
