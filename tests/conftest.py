@@ -105,6 +105,13 @@ class Probes:
             answer = http.post(f"{self.url}/invocations", json=LOADING_PROBE)
             self.loading_invocation = (answer.status_code, answer.json())
 
+    def ping(self) -> int:
+        """/ping's status, checked to come within SageMaker's 2 s of the machine running."""
+        began = time.monotonic()
+        status = httpx.get(f"{self.url}/ping", timeout=60).status_code
+        assert WATCH.running(began, time.monotonic()) < 2.0, f"{self.name}: /ping took over 2 s"
+        return status
+
     def metric(
         self,
         name: str,

