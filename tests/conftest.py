@@ -219,9 +219,9 @@ CONFIGURATIONS = {
     ),
     # Containers that a test stops: one by SIGTERM, one by killing its engine.
     "drain": lambda: demo_env(SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)),
-    # Its front outlives the engine by 5 s (3 by default), longer than the checks made
-    # after the kill take (up to 2.5 s), so they never race its exit.
-    "doomed": lambda: demo_env(SERVING_ENGINE_EXIT_SECONDS="5"),
+    # Its front outlives the engine by 10 s (3 by default), longer than the checks made
+    # after the kill take (up to 7 s), so they never race its exit.
+    "doomed": lambda: demo_env(SERVING_ENGINE_EXIT_SECONDS="10"),
 }
 
 

@@ -217,14 +217,17 @@ def test_engine_death_fails_requests_fast_and_exits_non_zero(doomed):
     load.join(running_seconds=10)
     results = load.results
 
-    # Each request in flight ends within 2 s of the death, with an error that names it.
+    # Each request in flight ends within 5 s of the kill, with an error that names it. The
+    # front answers within milliseconds of the engine's socket closing (its log says so), but
+    # the socket closes only once the kernel has torn the killed process down, which on a
+    # loaded two-core machine has taken most of 2.1 s (CI, session 11).
     answered_at, status, body = results.get("plain", (None, None, None))
     assert status is not None and 500 <= status < 600, f"non-streaming: {results.get('plain')}"
     assert "engine" in body["error"]["message"]
     # Windows are in the machine's running time: a stall of the host stops the front too.
-    assert WATCH.running(killed_at, answered_at) < 2.0
+    assert WATCH.running(killed_at, answered_at) < 5.0
     ended_at, events = results["stream"]
-    assert WATCH.running(killed_at, ended_at) < 2.0, f"ended {ended_at - killed_at:.1f} s after"
+    assert WATCH.running(killed_at, ended_at) < 5.0, f"ended {ended_at - killed_at:.1f} s after"
     assert events[-1] != "data: [DONE]"
     assert "error" in json.loads(events[-1][len("data: ") :])
     # The cut answer's connection is aborted: no final chunk, so it never reads as complete.
@@ -233,15 +236,15 @@ def test_engine_death_fails_requests_fast_and_exits_non_zero(doomed):
     cut_closed_at = time.monotonic()
     cut.close()
     assert b"\r\n0\r\n\r\n" not in relayed
-    assert WATCH.running(killed_at, cut_closed_at) < 2.5, "the cut was only closed by the exit"
+    assert WATCH.running(killed_at, cut_closed_at) < 7, "the cut was only closed by the exit"
 
     assert httpx.get(f"{doomed.url}/ping", timeout=10).status_code == 503
     # Its metrics say the engine's part is missing rather than reading as zeros.
     assert doomed.metric(ENGINE_UP) == 0
     code = doomed.wait_exit(timeout=30)  # bounded below in running time
     assert code == exit_codes.ENGINE_DIED
-    # SERVING_ENGINE_EXIT_SECONDS=5 after the death
-    assert WATCH.running(killed_at, time.monotonic()) < 8
+    # SERVING_ENGINE_EXIT_SECONDS=10 after the death
+    assert WATCH.running(killed_at, time.monotonic()) < 13
 
 
 def supervise(argv: list[str], niceness: int = 0) -> tuple[Lifecycle, list[int]]:
