@@ -105,6 +105,8 @@ def not_as_planned(container, headline: str, results: dict, began: float) -> Non
                 *front[-6:],
                 f"stream: {stream and (len(stream[1]), stream[1][-1:])}",
                 f"non-streaming: {str(results.get('plain'))[:400]}",
+                f"stream sent at {results.get('stream sent', 0) - began:.2f} s, answered "
+                f"{results.get('stream answered')}",
             ]
         )
     )
@@ -128,10 +130,12 @@ def non_streaming(container, results: dict) -> None:
 
 def streaming(container, results: dict, started: threading.Event) -> None:
     events = []
+    results["stream sent"] = time.monotonic()
     try:
         with httpx.stream(
             "POST", f"{container.url}/invocations", json=STREAMED, timeout=60
         ) as response:
+            results["stream answered"] = (time.monotonic(), response.status_code)
             for line in response.iter_lines():
                 if line.startswith("data: "):
                     events.append(line)

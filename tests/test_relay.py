@@ -65,8 +65,15 @@ def test_disconnect_mid_stream_aborts_the_generation(peagle):
 
 def test_disconnect_mid_request_aborts_the_generation(peagle):
     def leave() -> None:
-        with pytest.raises(httpx.ReadTimeout):
+        try:
             # The client gives up (and closes the connection) while vLLM is still generating.
-            httpx.post(f"{peagle.url}/invocations", json=LONG, timeout=httpx.Timeout(5, read=1.5))
+            answer = httpx.post(
+                f"{peagle.url}/invocations", json=LONG, timeout=httpx.Timeout(5, read=1.5)
+            )
+        except httpx.ReadTimeout:
+            return
+        # Whole before the client could leave: only a test process kept from running for the
+        # whole generation sees that, and assert_aborted tells it by the holds.
+        assert answer.status_code == 200, answer.text[:400]
 
     assert_aborted(peagle, leave)

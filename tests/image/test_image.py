@@ -190,3 +190,32 @@ def test_it_starts_and_serves_with_no_network_at_all(image, docker):
         assert json.loads(answer.stdout)["choices"][0]["message"]["content"]
         assert isolated.exec("cat", "/sys/class/net/lo/operstate").returncode == 0
         assert isolated.exec("ls", "/sys/class/net").stdout.split() == ["lo"]
+
+
+# Each process of the engine's session: its nice value and its autogroup's ("-" without one).
+ENGINE_PRIORITIES = """
+import os
+def read(pid, name):
+    try:
+        return open(f"/proc/{pid}/{name}").read()
+    except OSError:
+        return ""
+def session(stat):
+    return stat[stat.rindex(")") + 2 :].split()[3] if stat else None
+pids = [pid for pid in os.listdir("/proc") if pid.isdigit()]
+engine = next(pid for pid in pids if "vllm.entrypoints" in read(pid, "cmdline"))
+for pid in pids:
+    stat = read(pid, "stat")
+    if session(stat) == engine:
+        group = read(pid, "autogroup").split()
+        print(stat[stat.rindex(")") + 2 :].split()[16], group[-1] if group else "-")
+"""
+
+
+def test_the_engine_session_yields_the_cpu_to_the_front(peagle):
+    listed = peagle.exec("python3", "-c", ENGINE_PRIORITIES)
+    assert listed.returncode == 0, listed.stderr
+    priorities = {tuple(line.split()) for line in listed.stdout.splitlines()}
+    # Its processes at nice 10, and so is their session's autogroup where the kernel has one
+    # (the image's user may raise it; tests/test_engine.py says why it matters).
+    assert priorities in ({("10", "10")}, {("10", "-")}), priorities
