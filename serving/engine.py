@@ -27,6 +27,8 @@ log = logging.getLogger("serving.engine")
 VLLM_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 HEALTH_POLL_SECONDS = 0.5
 SOCKET_NAME = "engine.sock"
+AUTOGROUP_ATTEMPTS = 50
+AUTOGROUP_RETRY_SECONDS = 0.1
 # With every model on local disk, nothing needs a hub, and SageMaker endpoints often run
 # without a network: these keep huggingface_hub and transformers from trying, and vLLM from
 # sending usage statistics. A value the user set wins.
@@ -85,7 +87,7 @@ def engine_environment(settings: Settings, environ: Mapping[str, str]) -> dict[s
     return {**defaults, **environ}
 
 
-def lower_priority(pid: int, niceness: int) -> None:
+async def lower_priority(pid: int, niceness: int) -> None:
     """Run the engine session at `niceness`, so a busy engine cannot starve the front, whose
     /ping must answer SageMaker within 2 s.
 
@@ -99,10 +101,18 @@ def lower_priority(pid: int, niceness: int) -> None:
         os.setpriority(os.PRIO_PROCESS, pid, niceness)
     except ProcessLookupError:
         return  # it already exited: the supervisor's wait reports how
-    try:
-        Path(f"/proc/{pid}/autogroup").write_text(str(niceness))
-    except OSError:
-        pass  # no autogroup in this kernel (or it is off): the nice value alone counts
+    # Without CAP_SYS_ADMIN (as in a container), the kernel takes one autogroup change per
+    # 100 ms across the whole machine and refuses the rest with EAGAIN: engines started
+    # together (several containers on one host) must wait their turn.
+    for _ in range(AUTOGROUP_ATTEMPTS):
+        try:
+            Path(f"/proc/{pid}/autogroup").write_text(str(niceness))
+            return
+        except BlockingIOError:
+            await asyncio.sleep(AUTOGROUP_RETRY_SECONDS)
+        except OSError:
+            return  # no autogroup in this kernel (or it is off): the nice value alone counts
+    log.warning("the kernel kept refusing to lower the engine session's autogroup priority")
 
 
 class Engine:
@@ -130,7 +140,7 @@ class Engine:
             *self.argv, env=self.env, start_new_session=True
         )
         if self.niceness:
-            lower_priority(self.process.pid, self.niceness)
+            await lower_priority(self.process.pid, self.niceness)
 
     async def wait_ready(self, client: httpx.AsyncClient) -> None:
         """Return once /health answers 200; raise EngineExited if the process ends first."""

@@ -1,11 +1,11 @@
-"""When the machine held a CPU's work. These test machines are virtual, and when both CPUs
-are busy (vLLM generating beside anything else) a CPU's whole run queue can wait 10-70 s
-while the other CPU runs on: measured with a sleeper pinned to each CPU at nice -10, whose
-own schedstat then shows the gap as time spent waiting to run, not running. Any process can
-be caught there (the tests, the front, vLLM's API server) while vLLM's engine on the other
-CPU generates on, so a test can see a step of the product "late" that never had a chance
-to run. A watcher per CPU sees each hold as a long gap between two wakes, so a test can tell
-"the product was slow" from "the machine held it", and a failure can say which.
+"""When the machine held a CPU's work. A process of the tests, the front or vLLM's API server
+that waits seconds to run makes a step of the product look late that never had a chance to
+run. Sessions 8-11 saw holds of 1-70 s here and blamed the host; the cause was the engine's
+session taking CPUs from the others as an equal under the kernel's autogroup, which the
+engine now avoids (serving/engine.py: `lower_priority`). The watchers stay, for a host that
+does hold a virtual CPU: a watcher per CPU (pinned, nice -10) sees each hold as a long gap
+between two wakes, so a test can tell "the product was slow" from "the machine held it",
+and a failure can say which.
 
 `python -m tests.stalls FILE CPU` is one watcher: pinned to CPU, a line per hold,
 "start seconds", in CLOCK_MONOTONIC, which all processes share; it ends when its parent does.
@@ -74,6 +74,10 @@ class StallWatch:
         """Seconds from `begin` to `end` (monotonic) that the whole machine was running: how
         long the product surely had to act, whatever the host did meanwhile."""
         return end - begin - self.stalled(begin, end)
+
+    def since(self, begin: float) -> float:
+        """Seconds from `begin` (monotonic) to now that the whole machine was running."""
+        return self.running(begin, time.monotonic())
 
 
 def watch(path: str) -> None:

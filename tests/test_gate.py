@@ -40,7 +40,7 @@ def test_past_the_limit_requests_get_429_at_once_and_the_rest_complete(peagle):
             time.sleep(0.05)
         began = time.monotonic()
         refused = httpx.post(f"{peagle.url}/invocations", json=LOADING_PROBE, timeout=10)
-        refused_after = WATCH.running(began, time.monotonic())
+        refused_after = WATCH.since(began)
         assert refused.status_code == 429, refused.text
         assert refused.headers["retry-after"]
         assert "MAX_CONCURRENT_REQUESTS" in refused.json()["error"]["message"]

@@ -76,7 +76,7 @@ def test_sigterm_drains_then_a_second_sigterm_ends_the_drain(drain):
     second = time.monotonic()
     drain.process.send_signal(signal.SIGTERM)
     assert drain.process.wait(timeout=15) == 0
-    assert WATCH.running(second, time.monotonic()) < 8
+    assert WATCH.since(second) < 8
     stalled.close()
     psutil.wait_procs(leftovers, timeout=5)
     assert not any(process.is_running() for process in leftovers)
@@ -152,9 +152,10 @@ class Load:
     def __init__(self, container) -> None:
         self.container = container
         self.results: dict[str, object] = {}
-        started = threading.Event()
-        self.started = started
-        self.stream = threading.Thread(target=streaming, args=(container, self.results, started))
+        self.started = threading.Event()
+        self.stream = threading.Thread(
+            target=streaming, args=(container, self.results, self.started)
+        )
         self.plain = threading.Thread(target=non_streaming, args=(container, self.results))
         self.began = time.monotonic()
 
@@ -171,7 +172,7 @@ class Load:
                     return None
             if not self.plain.is_alive() or not self.stream.is_alive():
                 return f"a request ended with {running:.0f} running"
-            if WATCH.running(self.began, time.monotonic()) > 30:
+            if WATCH.since(self.began) > 30:
                 return f"after 30 s, stream started: {self.started.is_set()}, {running:.0f} running"
             time.sleep(0.2)
 
@@ -179,7 +180,7 @@ class Load:
         """Until both requests end, for at most `running_seconds` of the machine running."""
         since = time.monotonic()
         for thread in (self.plain, self.stream):
-            while thread.is_alive() and WATCH.running(since, time.monotonic()) < running_seconds:
+            while thread.is_alive() and WATCH.since(since) < running_seconds:
                 thread.join(0.2)
 
     def fail(self, headline: str) -> None:
@@ -248,7 +249,7 @@ def test_engine_death_fails_requests_fast_and_exits_non_zero(doomed):
     code = doomed.wait_exit(timeout=30)  # bounded below in running time
     assert code == exit_codes.ENGINE_DIED
     # SERVING_ENGINE_EXIT_SECONDS=10 after the death
-    assert WATCH.running(killed_at, time.monotonic()) < 13
+    assert WATCH.since(killed_at) < 13
 
 
 def supervise(argv: list[str], niceness: int = 0) -> tuple[Lifecycle, list[int]]:

@@ -219,3 +219,25 @@ def test_the_engine_session_yields_the_cpu_to_the_front(peagle):
     # Its processes at nice 10, and so is their session's autogroup where the kernel has one
     # (the image's user may raise it; tests/test_engine.py says why it matters).
     assert priorities in ({("10", "10")}, {("10", "-")}), priorities
+
+
+# The kernel's limit on autogroup changes, made hot just before the engine's: as when several
+# containers start their engines together on one host (CI saw one engine left at nice 0).
+CONTENDED_AUTOGROUP = """
+import asyncio, subprocess
+from pathlib import Path
+from serving.engine import lower_priority
+child = subprocess.Popen(["sleep", "30"], start_new_session=True)
+Path("/proc/self/autogroup").write_text("5")
+asyncio.run(lower_priority(child.pid, 10))
+print(Path(f"/proc/{child.pid}/autogroup").read_text().split()[-1])
+child.kill()
+"""
+
+
+def test_engines_started_together_all_yield_the_cpu(peagle):
+    if peagle.exec("test", "-e", "/proc/self/autogroup").returncode != 0:
+        pytest.skip("this kernel has no autogroup")
+    niced = peagle.exec("python3", "-c", CONTENDED_AUTOGROUP)
+    assert niced.returncode == 0, niced.stderr
+    assert niced.stdout.split() == ["10"]
