@@ -25,7 +25,15 @@ from model_data_sources import evaluation, training
 from model_data_sources.corpus import build_corpus, chat_text
 from model_data_sources.heads import DraftHead
 from model_data_sources.tokenizer import MASK
-from model_data_sources.trained import SEED, THREADS, Recipe, head_shape, split, write_head
+from model_data_sources.trained import (
+    SEED,
+    THREADS,
+    Recipe,
+    head_shape,
+    peagle_training_fn,
+    split,
+    write_head,
+)
 
 
 @dataclass(frozen=True)
@@ -142,8 +150,8 @@ def finetune(
     steps = tune.epochs * (train.tokens.shape[0] // tune.batch)
     with tqdm(total=steps, desc="fine-tune", unit="step") as progress:
         losses = training.train_head(
-            head, logits_fn, train, tune.batch, tune.epochs, recipe.anchors, tune.lr, SEED + 3,
-            progress,
+            head, peagle_training_fn(recipe, embed, mask_id), train, tune.batch, tune.epochs,
+            recipe.peagle_anchors, tune.lr, SEED + 3, progress, recipe.first_weight,
         )  # fmt: skip
     fine_tuned = evaluation.head_report(head, logits_fn, held_out_features, recipe.depth)
 

@@ -18,7 +18,9 @@ names the weights the way vLLM's loader expects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -230,35 +232,54 @@ def causal_mask(count: int, batch_size: int) -> Tensor:
     return torch.ones(count, count, dtype=torch.bool).tril().expand(batch_size, count, count)
 
 
+def kept_anchors(num_anchors: int, depth: int, keep_ratio: float, floor: float) -> list[int]:
+    """Depth sampling (the speculators trainer's P-EAGLE recipe): how many anchors draft each
+    offset 1..depth-1. Offset d keeps max(keep_ratio ** d, floor) of them, so deep offsets, the
+    hardest and least used, cost a fraction of the slots and the budget goes to more anchors."""
+    return [
+        max(1, math.ceil(num_anchors * max(keep_ratio**offset, floor)))
+        for offset in range(1, depth)
+    ]
+
+
 def peagle_logits(
-    head: DraftHead, embed: nn.Embedding, mask_token_id: int, batch: Batch, depth: int
-) -> tuple[Tensor, Tensor, Tensor]:
+    head: DraftHead,
+    embed: nn.Embedding,
+    mask_token_id: int,
+    batch: Batch,
+    depth: int,
+    kept: Sequence[int] | None = None,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """P-EAGLE's parallel pass: real slots, then depth-1 mask slots per anchor, in one forward.
 
     Mask slots read the mask token and fc(mask_hidden); each attends to the real slots up to its
-    anchor and to its own anchor's earlier mask slots (the P-EAGLE paper's attention). Returns
-    logits [B, S, V], labels [B, S], weights [B, S] and the offset of every slot [S].
+    anchor and to its own anchor's earlier mask slots (the P-EAGLE paper's attention). With
+    `kept` (see `kept_anchors`), offset d drafts only the first kept[d-1] anchors of the batch:
+    a random subset, since the batch's anchors are in random order, and each offset's subset
+    holds the next one's, so every chain is whole. Returns logits [B, S, V], labels [B, S],
+    weights [B, S] and the offset of every slot [S].
     """
     tokens, positions, labels, valid = real_slots(batch)
     batch_size, num_real = tokens.shape
-    num_anchors = batch.anchors.shape[1]
     all_embeds = [embed(tokens)]
     all_hidden = [head.fc(batch.aux[:, :-1])]
     all_positions, all_labels, all_valid = [positions], [labels], [valid]
     slot_anchor = [torch.arange(num_real).expand(batch_size, num_real)]
     slot_offset = [torch.zeros(num_real, dtype=torch.long)]
     assert head.mask_hidden is not None
-    mask_hidden = head.fc(head.mask_hidden).expand(batch_size, num_anchors, -1)
-    mask_embed = embed(torch.full((batch_size, num_anchors), mask_token_id))
+    mask_hidden = head.fc(head.mask_hidden)
+    mask_embed = embed(torch.tensor(mask_token_id))
     for offset in range(1, depth):
-        offset_positions, offset_labels, offset_valid = offset_slots(batch, offset)
-        all_embeds.append(mask_embed)
-        all_hidden.append(mask_hidden)
+        count = batch.anchors.shape[1] if kept is None else kept[offset - 1]
+        drafting = replace(batch, anchors=batch.anchors[:, :count])
+        offset_positions, offset_labels, offset_valid = offset_slots(drafting, offset)
+        all_embeds.append(mask_embed.expand(batch_size, count, -1))
+        all_hidden.append(mask_hidden.expand(batch_size, count, -1))
         all_positions.append(offset_positions)
         all_labels.append(offset_labels)
         all_valid.append(offset_valid)
-        slot_anchor.append(batch.anchors)
-        slot_offset.append(torch.full((num_anchors,), offset))
+        slot_anchor.append(drafting.anchors)
+        slot_offset.append(torch.full((count,), offset))
     anchor = torch.cat(slot_anchor, dim=1)  # [B, S]; -1 never matches a real slot
     offset = torch.cat(slot_offset)  # [S]
     query_anchor, key_anchor = anchor[:, :, None], anchor[:, None, :]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -209,7 +209,8 @@ def target_features(
 
 def make_batch(features: Features, rows: Tensor, num_anchors: int, generator: torch.Generator):
     """Rows of `features`, with up to `num_anchors` random anchors each, drawn from the anchors
-    whose whole draft lies on the greedy path: j + 1 >= prompt length - 1."""
+    whose whole draft lies on the greedy path: j + 1 >= prompt length - 1. A row's anchors are
+    in random order (depth sampling keeps a prefix of them), its padding (-1) last."""
     lengths = features.lengths[rows]
     length = int(lengths.max())
     candidates = [
@@ -221,8 +222,7 @@ def make_batch(features: Features, rows: Tensor, num_anchors: int, generator: to
     for index, pool in enumerate(candidates):
         if len(pool) == 0:
             continue
-        order = torch.randperm(len(pool), generator=generator)[:width]
-        chosen = pool[order].sort().values
+        chosen = pool[torch.randperm(len(pool), generator=generator)[:width]]
         anchors[index, : len(chosen)] = chosen
     return Batch(
         tokens=features.tokens[rows, :length],
@@ -236,8 +236,11 @@ def make_batch(features: Features, rows: Tensor, num_anchors: int, generator: to
 LogitsFn = Callable[[DraftHead, Batch], tuple[Tensor, Tensor, Tensor, Tensor]]
 
 
-def peagle_fn(embed: nn.Embedding, mask_token_id: int, depth: int) -> LogitsFn:
-    return lambda head, batch: peagle_logits(head, embed, mask_token_id, batch, depth)
+def peagle_fn(
+    embed: nn.Embedding, mask_token_id: int, depth: int, kept: Sequence[int] | None = None
+) -> LogitsFn:
+    """P-EAGLE's pass; with `kept` (training), depth sampling (`heads.kept_anchors`)."""
+    return lambda head, batch: peagle_logits(head, embed, mask_token_id, batch, depth, kept)
 
 
 def eagle3_fn(embed: nn.Embedding, depth: int) -> LogitsFn:
@@ -254,7 +257,12 @@ def batches(
             yield make_batch(features, order[start : start + batch_size], num_anchors, generator)
 
 
-def head_loss(logits: Tensor, labels: Tensor, weights: Tensor) -> Tensor:
+def head_loss(
+    logits: Tensor, labels: Tensor, weights: Tensor, offsets: Tensor, first_weight: float
+) -> Tensor:
+    """Cross-entropy over the valid slots, the real slots (offset 0) weighted `first_weight`:
+    every draft's acceptance starts with its first token."""
+    weights = weights * torch.where(offsets == 0, first_weight, 1.0)[None, :]
     losses = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="none")
     return (losses * weights.flatten()).sum() / weights.sum().clamp(min=1)
 
@@ -269,12 +277,13 @@ def train_head(
     lr: float,
     seed: int,
     progress: tqdm,
+    first_weight: float = 1.0,
 ) -> list[float]:
     params = [p for p in head.parameters() if p.requires_grad]
     steps = epochs * (features.tokens.shape[0] // batch_size)
 
     def loss_of(batch: Batch) -> Callable[[], Tensor]:
-        return lambda: head_loss(*logits_fn(head, batch)[:3])
+        return lambda: head_loss(*logits_fn(head, batch), first_weight)
 
     head.train()
     losses = optimize(

@@ -23,6 +23,7 @@ from model_data_sources.heads import (
     HeadShape,
     causal_mask,
     eagle3_logits,
+    kept_anchors,
     peagle_logits,
 )
 from serving import paths
@@ -107,6 +108,24 @@ def test_peagle_layout_matches_vllm_drafting_slot_by_slot():
                     )
                 torch.testing.assert_close(got, expected[anchor + offset], atol=1e-5, rtol=1e-4)
     assert logits.shape[1] == 11 + num_anchors * (DEPTH - 1)
+
+
+@torch.no_grad()
+def test_depth_sampling_drafts_fewer_anchors_deeper_and_keeps_their_chains_exact():
+    head, embed = tiny_head(parallel=True)
+    batch = tiny_batch()
+    kept = kept_anchors(3, DEPTH, keep_ratio=0.5, floor=0.2)
+    assert kept == [2, 1, 1]
+    full = peagle_logits(head, embed, MASK_ID, batch, DEPTH)
+    sampled = peagle_logits(head, embed, MASK_ID, batch, DEPTH, kept)
+    assert sampled[0].shape[1] == 11 + sum(kept)
+    for offset, count in zip(range(1, DEPTH), kept, strict=True):
+        # The first `count` anchors draft this offset, exactly as with every anchor kept: a
+        # mask slot sees only the real slots and its own chain, and the chain is whole.
+        for got, want in zip(sampled[:3], full[:3], strict=True):
+            torch.testing.assert_close(
+                got[:, sampled[3] == offset], want[:, full[3] == offset][:, :count]
+            )
 
 
 @torch.no_grad()
