@@ -47,7 +47,7 @@ help:
 	@echo "make serve   set up, build the demo model, serve it on port $(PORT) with P-EAGLE"
 	@echo "             (the trained pair when built, else the quick one, trained in 2.5 min)"
 	@echo "make quick-model    train the quick demo pair make serve starts with (about 2.5 min, cached)"
-	@echo "make trained-model  train the benchmark's demo pair, both heads (about 19 min, cached)"
+	@echo "make trained-model  train the benchmark's demo pair, both heads (about 14 min, cached)"
 	@echo "make test    set up, build the demo pairs, run the whole test suite"
 	@echo "make check   preflight the demo configuration without starting vLLM"
 	@echo "make bench   configuration sweep on local demo containers (build/bench/sweep.md, sweep.png)"

@@ -5,7 +5,7 @@ Without --trained or --quick (the fast default): a random-weight target and P-EA
 seconds, in build/opt_ml. They run every code path but never accept a draft.
 
 With --trained: a target trained on the standard library, a P-EAGLE head in channel `eagle` and
-an EAGLE-3 head in channel `eagle3`, trained for it (about 19 minutes on two cores), in
+an EAGLE-3 head in channel `eagle3`, trained for it (about 14 minutes on two cores), in
 build/opt_ml_trained. The benchmark and the tests use it.
 
 With --quick: the first `make serve`'s pair, a smaller target and a P-EAGLE head only, trained
