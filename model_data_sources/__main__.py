@@ -13,6 +13,8 @@ the same way in a few minutes, in build/opt_ml_quick. It accepts drafts; its tex
 
 Each rebuilds only when its inputs changed: a stamp file holds their hash (the builder's
 sources, which hold the seeds, the Python and torch versions and, for --trained, the corpus).
+The trained and quick pairs are also kept outside the checkout under that hash (see
+model_data_sources/cache.py), so another clone on this machine copies them instead.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from model_data_sources import cache
+
 DEFAULT_OUT = Path("build/opt_ml")
 DEFAULT_TRAINED_OUT = Path("build/opt_ml_trained")
 DEFAULT_QUICK_OUT = Path("build/opt_ml_quick")
@@ -34,7 +38,7 @@ REPORT = "training-report.json"
 
 
 # Modules that build nothing here: editing them must not invalidate a built pair.
-NOT_BUILDERS = {"finetune.py"}
+NOT_BUILDERS = {"finetune.py", "cache.py"}
 
 
 def source_hash() -> str:
@@ -49,11 +53,15 @@ def source_hash() -> str:
 
 def trained_hash(recipe_name: str = "trained") -> str:
     # Imported here so the random build's up-to-date check stays free of torch.
+    import safetensors
+    import tokenizers
     import torch
+    import transformers
 
     from model_data_sources.corpus import corpus_hash
 
-    parts = [recipe_name, source_hash(), torch.__version__, corpus_hash()]
+    versions = [module.__version__ for module in (torch, transformers, tokenizers, safetensors)]
+    parts = [recipe_name, source_hash(), *versions, corpus_hash()]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -103,10 +111,15 @@ def build_trained(out: Path, force: bool = False, quick: bool = False) -> None:
     peagle_dir = out / "additional-model-data-sources" / CHANNEL
     eagle3_dir = out / "additional-model-data-sources" / EAGLE3_CHANNEL
     clear(stamp, (target_dir, peagle_dir, eagle3_dir))
+    if not force and cache.restore(recipe_name, wanted, out):
+        stamp.write_text(wanted)
+        print(f"{recipe_name} demo pair copied into {out} from {cache.entry(recipe_name, wanted)}")
+        return
     started = time.monotonic()
     report = train(target_dir, peagle_dir, eagle3_dir, QUICK if quick else Recipe())
     report["seconds"]["total"] = round(time.monotonic() - started, 1)
     (out / REPORT).write_text(json.dumps(report, indent=2) + "\n")
+    cache.store(recipe_name, wanted, out)
     stamp.write_text(wanted)
     expected = ", ".join(
         f"{HEAD_NAMES[name]} {figures['walk'][3]['acceptance_length']:.2f}"
