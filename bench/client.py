@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-DONE = "[DONE]"
+from serving.sse import DONE, DataSplitter
 
 
 @dataclass
@@ -51,39 +51,20 @@ class RequestResult:
         )
 
 
-class SseSplitter:
-    """Server-sent events out of bytes cut anywhere: SageMaker's PayloadParts split events,
-    and even characters, wherever they fall."""
-
-    def __init__(self) -> None:
-        self._buffer = b""
-
-    def feed(self, chunk: bytes) -> list[str]:
-        """The `data:` values of the events completed by `chunk`."""
-        self._buffer = (self._buffer + chunk).replace(b"\r\n", b"\n")
-        *events, self._buffer = self._buffer.split(b"\n\n")
-        return [
-            line[len("data:") :].strip()
-            for event in events
-            for line in event.decode(errors="replace").splitlines()
-            if line.startswith("data:")
-        ]
-
-
 class StreamTimer:
     """Feeds on the raw bytes of an SSE answer as they arrive; fills a RequestResult."""
 
     def __init__(self, started: float):
         self.started = started
         self.result = RequestResult(status=200)
-        self._events = SseSplitter()
+        self._events = DataSplitter()
 
     def feed(self, chunk: bytes, now: float) -> None:
         for data in self._events.feed(chunk):
             self._on_data(data, now)
 
     def _on_data(self, data: str, now: float) -> None:
-        if data == DONE:
+        if data.strip() == DONE:
             self.result.complete = True
             return
         try:

@@ -9,15 +9,12 @@ buffered and split only at blank lines, the SSE event boundary.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from deploy.errors import DeployFailed, UsageError
-
-EVENT_BOUNDARY = re.compile(rb"\r?\n\r?\n")
-DONE = "[DONE]"
+from serving.sse import DONE, DataSplitter
 
 
 def chat_payload(
@@ -56,31 +53,6 @@ def chat_payload(
     return payload
 
 
-class EventBuffer:
-    """Bytes in, complete SSE events' data out, whatever the bytes' boundaries."""
-
-    def __init__(self) -> None:
-        self.pending = b""
-
-    def feed(self, chunk: bytes) -> list[str]:
-        self.pending += chunk
-        *complete, self.pending = EVENT_BOUNDARY.split(self.pending)
-        return [data for event in complete if (data := event_data(event)) is not None]
-
-    def close(self) -> list[str]:
-        """The last event, when the stream ends without its blank line."""
-        rest, self.pending = self.pending, b""
-        data = event_data(rest)
-        return [data] if data is not None else []
-
-
-def event_data(event: bytes) -> str | None:
-    """The data of one SSE event: its `data:` lines joined; None for comments and blanks."""
-    lines = event.decode("utf-8").splitlines()
-    data = [line[5:].removeprefix(" ") for line in lines if line.startswith("data:")]
-    return "\n".join(data) if data else None
-
-
 def text_of(data: str) -> str:
     """The new text in one streamed chunk (choices[0].delta.content); DeployFailed on an
     error event."""
@@ -93,7 +65,7 @@ def text_of(data: str) -> str:
 
 def stream_texts(events: Iterable[dict[str, Any]]) -> Iterator[str]:
     """Text pieces from invoke_endpoint_with_response_stream's event stream, in order."""
-    buffer = EventBuffer()
+    buffer = DataSplitter()
     for event in events:
         if "PayloadPart" not in event:
             failure = event.get("ModelStreamError") or event.get("InternalStreamFailure") or event
@@ -102,7 +74,7 @@ def stream_texts(events: Iterable[dict[str, Any]]) -> Iterator[str]:
             if data.strip() == DONE:
                 return
             yield text_of(data)
-    for data in buffer.close():
+    for data in buffer.finish():
         if data.strip() != DONE:
             yield text_of(data)
 

@@ -1,43 +1,49 @@
-"""The HTTP front: SageMaker's routes, and the engine's allow-listed OpenAI API. Routes only."""
+"""The HTTP front: SageMaker's routes and the engine's allow-listed OpenAI API. Handlers only.
+
+Which route a request names, and which methods it takes, is `routes.py`'s table, matched
+once by the gate; `FrontApp` answers 404 and 405 from that match and calls the handler.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 
-from fastapi import FastAPI, Request
 from prometheus_client import generate_latest
-from starlette.exceptions import HTTPException
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from serving import invocations
 from serving.bodies import read_body
+from serving.capture import Capture
 from serving.emf import EmfReporter
 from serving.errors import RequestRefused, error_response
-from serving.gate import RequestGate, raw_path
+from serving.gate import RequestGate
 from serving.headers import has_forbidden_bytes, to_engine
 from serving.lifecycle import Lifecycle
 from serving.logs import printable
 from serving.metrics import FrontMetrics
 from serving.payload_parser import PayloadParser
+from serving.record import record_of
 from serving.relay import Relay
+from serving.routes import FRONT_ROUTES, raw_path
 from serving.settings import Settings
 
 log = logging.getLogger("serving.app")
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
-ENGINE_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"]
 NO_ROUTE = (
     "no such route; the container serves GET /ping, POST /invocations, GET /metrics "
     "and the OpenAI API under /v1 (e.g. POST /v1/chat/completions)."
 )
+Handler = Callable[[Request], Awaitable[Response]]
 
 
 def engine_headers(request: Request, replace: dict[bytes, bytes] | None = None):
     """The client's headers for the engine, with `replace` overriding same-named ones."""
     replace = replace or {}
     headers = [pair for pair in request.scope["headers"] if pair[0].lower() not in replace]
-    return to_engine(headers, request.scope["state"]["request_id"]) + list(replace.items())
+    return to_engine(headers, record_of(request.scope).request_id) + list(replace.items())
 
 
 def bad_header(request: Request) -> Response | None:
@@ -58,57 +64,70 @@ def refused(error: RequestRefused) -> Response:
     )
 
 
-def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAPI:
+class FrontApp:
+    """ASGI: the lifespan (start and stop the front's parts) and the dispatch by route."""
+
+    def __init__(
+        self,
+        handlers: dict[str, Handler],
+        relayed: Handler,
+        startup: Callable[[], None],
+        shutdown: Callable[[], Awaitable[None]],
+    ):
+        self.handlers = handlers
+        self.relayed = relayed
+        self.startup = startup
+        self.shutdown = shutdown
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.lifespan(receive, send)
+        elif scope["type"] == "http":
+            response = await self.dispatch(Request(scope, receive))
+            await response(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1000})
+
+    async def dispatch(self, request: Request) -> Response:
+        route = record_of(request.scope).route
+        if route is None:
+            return error_response(404, NO_ROUTE)
+        if request.method not in route.methods:
+            allowed = ", ".join(route.methods)
+            return error_response(
+                405, f"{route.label} takes {allowed}.", headers={"Allow": allowed}
+            )
+        handler = self.relayed if route.relayed else self.handlers[route.label]
+        return await handler(request)
+
+    async def lifespan(self, receive: Receive, send: Send) -> None:
+        await receive()  # lifespan.startup
+        try:
+            self.startup()
+        except Exception as error:
+            await send({"type": "lifespan.startup.failed", "message": repr(error)})
+            raise
+        await send({"type": "lifespan.startup.complete"})
+        await receive()  # lifespan.shutdown
+        try:
+            await self.shutdown()
+        finally:
+            await send({"type": "lifespan.shutdown.complete"})
+
+
+def create_app(
+    settings: Settings, lifecycle: Lifecycle, relay: Relay, capture: Capture | None
+) -> ASGIApp:
     metrics = FrontMetrics()
     parser = PayloadParser(settings.served_model_name)
 
     async def engine_metrics() -> str | None:
         return await relay.get_text("/metrics") if lifecycle.ready else None
 
-    reporter = EmfReporter(
-        settings.emf_interval_seconds,
-        metrics,
-        engine_metrics,
-        lambda: lifecycle.in_flight,
-        settings.metric_dimensions,
-    )
-
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        lifecycle.start(relay.client)
-        parser.start()
-        reporter.start()
-        if relay.capture is not None:
-            relay.capture.start()
-        try:
-            yield
-        finally:
-            await reporter.stop()
-            if relay.capture is not None:
-                relay.capture.stop()
-            await lifecycle.stop()
-            await relay.aclose()
-            parser.stop()
-
-    app = FastAPI(
-        title="vLLM P-EAGLE SageMaker front",
-        lifespan=lifespan,
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-    )
-
-    @app.exception_handler(HTTPException)
-    async def http_error(_: Request, error: HTTPException) -> Response:
-        message = NO_ROUTE if error.status_code == 404 else str(error.detail)
-        return error_response(error.status_code, message, headers=error.headers)
-
-    @app.api_route("/ping", methods=["GET", "POST"])
-    async def ping() -> Response:
+    async def ping(_: Request) -> Response:
         status = lifecycle.status.value
         return JSONResponse({"status": status}, status_code=200 if lifecycle.ready else 503)
 
-    @app.post("/invocations")
     async def invoke(request: Request) -> Response:
         try:
             invocations.check_content_type(request.headers.get("content-type"))
@@ -121,7 +140,7 @@ def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAP
         if settings.log_bodies:
             log.info(
                 "%s request body: %s",
-                printable(request.scope["state"]["request_id"]),
+                printable(record_of(request.scope).request_id),
                 printable(body.decode(errors="replace")),
             )
         if (refusal := bad_header(request)) is not None:
@@ -130,15 +149,6 @@ def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAP
         return await relay.forward(request, invocations.ENGINE_PATH.encode(), content, headers)
 
     async def engine_route(request: Request) -> Response:
-        path = raw_path(request.scope)
-        route = request.scope["state"]["route"]
-        if route is None or not route.relayed:
-            return error_response(404, NO_ROUTE)
-        if request.method not in route.methods:
-            allowed = ", ".join(route.methods)
-            return error_response(
-                405, f"{route.label} takes {allowed}.", headers={"Allow": allowed}
-            )
         if (refusal := bad_header(request)) is not None:
             return refusal
         try:
@@ -147,25 +157,49 @@ def create_app(settings: Settings, lifecycle: Lifecycle, relay: Relay) -> FastAP
             )
         except RequestRefused as error:
             return refused(error)
+        path = raw_path(request.scope)
         query = request.scope.get("query_string", b"")
         target = path + b"?" + query if query else path
         return await relay.forward(request, target, body, engine_headers(request))
 
-    for prefix in ("/v1/{path:path}", "/adapters", "/adapters/{path:path}"):
-        app.add_api_route(prefix, engine_route, methods=ENGINE_METHODS)
-
-    @app.get("/metrics")
-    async def prometheus_metrics() -> Response:
+    async def prometheus_metrics(_: Request) -> Response:
         engine_text = await engine_metrics()
         body = (engine_text or "").encode() + metrics.render(engine_text)
-        if relay.capture is not None:
-            body += generate_latest(relay.capture.registry)
+        if capture is not None:
+            body += generate_latest(capture.registry)
         return Response(body, media_type=PROMETHEUS_TEXT)
 
-    app.add_middleware(
-        RequestGate,
+    gate: RequestGate
+    reporter = EmfReporter(
+        settings.emf_interval_seconds,
+        metrics,
+        engine_metrics,
+        lambda: gate.in_flight,
+        settings.metric_dimensions,
+    )
+
+    def startup() -> None:
+        lifecycle.start(in_flight=lambda: gate.in_flight)
+        parser.start()
+        reporter.start()
+        if capture is not None:
+            capture.start()
+
+    async def shutdown() -> None:
+        await reporter.stop()
+        if capture is not None:
+            capture.stop()
+        await lifecycle.stop()
+        await relay.aclose()
+        parser.stop()
+
+    handlers = {"/ping": ping, "/invocations": invoke, "/metrics": prometheus_metrics}
+    assert handlers.keys() == FRONT_ROUTES.keys(), "every front route needs its handler"
+    front = FrontApp(handlers, engine_route, startup, shutdown)
+    gate = RequestGate(
+        front,
         lifecycle=lifecycle,
         max_in_flight=settings.max_concurrent_requests,
         metrics=metrics,
     )
-    return app
+    return gate

@@ -1,7 +1,8 @@
-"""The request gate: admission (state and concurrency), in-flight count, access log.
+"""The request gate: the route match, the request's record, admission (state and
+concurrency), the in-flight count, and the access log.
 
 Pure ASGI so that it spans a streamed answer to its last byte: the in-flight count is
-what the SIGTERM drain waits on.
+what the SIGTERM drain waits on. The gate owns that count; the lifecycle only reads it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from serving.headers import has_forbidden_bytes
 from serving.lifecycle import Lifecycle, Status
 from serving.logs import FIELDS, printable
 from serving.metrics import FrontMetrics
+from serving.record import SCOPE_KEY, RequestRecord
+from serving.routes import raw_path
 
 log = logging.getLogger("serving.access")
 
@@ -41,10 +44,6 @@ def request_id(headers: list[tuple[bytes, bytes]]) -> bytes:
     return uuid.uuid4().hex.encode()
 
 
-def raw_path(scope: Scope) -> bytes:
-    return scope.get("raw_path") or scope["path"].encode("utf-8", errors="surrogateescape")
-
-
 def answer_was_cut(error: BaseException) -> bool:
     if isinstance(error, BaseExceptionGroup):
         return all(answer_was_cut(inner) for inner in error.exceptions)
@@ -59,20 +58,18 @@ class RequestGate:
         self.lifecycle = lifecycle
         self.max_in_flight = max_in_flight
         self.metrics = metrics
+        self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        # Matched once, here: the app answers and relays by this route.
         route = routes.match(raw_path(scope))
         label = route.label if route else routes.UNMATCHED
-        request_id_bytes = request_id(scope["headers"])
-        state = scope.setdefault("state", {})
-        state["request_id"] = request_id_bytes
-        # Matched once, here: the app relays by this route rather than matching again.
-        state["route"] = route
         started = time.perf_counter()
-        state["started"] = (time.time(), started)
+        record = RequestRecord(request_id(scope["headers"]), route, time.time(), started)
+        scope[SCOPE_KEY] = record
         status_seen: int | str = 500
         streaming = False
         first_byte_seen = False
@@ -96,12 +93,12 @@ class RequestGate:
             if refusal is not None:
                 await refusal(scope, receive, send_with_status)
                 return
-            self.lifecycle.in_flight += 1
+            self.in_flight += 1
             self.metrics.in_flight.inc()
             try:
                 await self.app(scope, receive, send_with_status)
             finally:
-                self.lifecycle.in_flight -= 1
+                self.in_flight -= 1
                 self.metrics.in_flight.dec()
         except BaseException as error:
             if not answer_was_cut(error):
@@ -110,19 +107,17 @@ class RequestGate:
             status_seen = CUT
         finally:
             if label not in QUIET:
-                self.access(scope, label, request_id_bytes, status_seen, started)
+                self.access(scope, label, record, status_seen)
 
-    def access(
-        self, scope: Scope, label: str, request_id: bytes, status: int | str, started: float
-    ) -> None:
-        elapsed = time.perf_counter() - started
+    def access(self, scope: Scope, label: str, record: RequestRecord, status: int | str) -> None:
+        elapsed = time.perf_counter() - record.started
         self.metrics.requests.labels(label, str(status)).inc()
         self.metrics.latency.labels(label).observe(elapsed)
-        tokens = scope["state"].get("completion_tokens")
-        speculation = scope["state"].get("speculation")
+        tokens = record.completion_tokens
+        speculation = record.speculation
         acceptance = None if speculation is None else speculation.mean_acceptance_length
         fields = {
-            "request_id": printable(request_id),
+            "request_id": printable(record.request_id),
             "method": scope["method"],
             "path": printable(raw_path(scope)),
             "route": label,
@@ -151,7 +146,7 @@ class RequestGate:
             message, retry_after = NOT_SERVING[status]
             self.metrics.rejected.labels(status.value).inc()
             return error_response(503, message, "ServiceUnavailable", {"Retry-After": retry_after})
-        if self.lifecycle.in_flight >= self.max_in_flight:
+        if self.in_flight >= self.max_in_flight:
             self.metrics.rejected.labels("overload").inc()
             return error_response(
                 429,

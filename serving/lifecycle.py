@@ -1,6 +1,7 @@
 """The container's life: loading -> ready -> draining -> stopped, or dead when the engine ends.
 
-/ping and the request gate read `status`; nothing here blocks the event loop.
+/ping and the request gate read `status`; the drain reads the gate's in-flight count.
+Nothing here blocks the event loop.
 """
 
 from __future__ import annotations
@@ -31,16 +32,18 @@ class Lifecycle:
     def __init__(
         self,
         engine: Engine,
+        client: httpx.AsyncClient,
         drain_seconds: float,
         engine_exit_seconds: float,
         request_exit: Callable[[int], None],
     ):
         self.engine = engine
+        self.client = client
         self.drain_seconds = drain_seconds
         self.engine_exit_seconds = engine_exit_seconds
         self.request_exit = request_exit
         self.status = Status.LOADING
-        self.in_flight = 0
+        self.in_flight: Callable[[], int] = lambda: 0
         self.started_at = time.monotonic()
         self.ready_at: float | None = None
         self.died = asyncio.Event()
@@ -50,15 +53,18 @@ class Lifecycle:
     def ready(self) -> bool:
         return self.status is Status.READY
 
-    def start(self, client: httpx.AsyncClient) -> None:
-        """Start the engine's supervision; returns at once (the engine loads in the background)."""
-        self._tasks.append(asyncio.create_task(self._supervise(client), name="engine-supervisor"))
+    def start(self, in_flight: Callable[[], int]) -> None:
+        """Start the engine's supervision; returns at once (the engine loads in the background).
 
-    async def _supervise(self, client: httpx.AsyncClient) -> None:
+        `in_flight` reads the number of requests the drain waits for."""
+        self.in_flight = in_flight
+        self._tasks.append(asyncio.create_task(self._supervise(), name="engine-supervisor"))
+
+    async def _supervise(self) -> None:
         # Any failure here must end the container: a supervisor that dies quietly would
         # leave /ping answering 503 forever.
         try:
-            await self._start_and_watch(client)
+            await self._start_and_watch()
         except asyncio.CancelledError:
             raise
         except EngineExited as error:
@@ -66,9 +72,9 @@ class Lifecycle:
         except Exception as error:  # noqa: BLE001 - any failure ends the container
             self._engine_died(f"the engine could not be started or watched: {error!r}")
 
-    async def _start_and_watch(self, client: httpx.AsyncClient) -> None:
+    async def _start_and_watch(self) -> None:
         await self.engine.start()
-        await self.engine.wait_ready(client)
+        await self.engine.wait_ready(self.client)
         if self.status is Status.LOADING:
             self.status = Status.READY
             self.ready_at = time.monotonic()
@@ -95,21 +101,21 @@ class Lifecycle:
         if self.status is Status.DEAD:
             return
         if self.status is Status.DRAINING:
-            log.warning("second stop signal: ending the drain with %d in flight", self.in_flight)
+            log.warning("second stop signal: ending the drain with %d in flight", self.in_flight())
             self.request_exit(0)
             return
         log.info(
-            "draining: %d request(s) in flight, up to %.0f s", self.in_flight, self.drain_seconds
+            "draining: %d request(s) in flight, up to %.0f s", self.in_flight(), self.drain_seconds
         )
         self.status = Status.DRAINING
         self._tasks.append(asyncio.create_task(self._drain(), name="drain"))
 
     async def _drain(self) -> None:
         deadline = time.monotonic() + self.drain_seconds
-        while self.in_flight > 0 and time.monotonic() < deadline:
+        while self.in_flight() > 0 and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        if self.in_flight:
-            log.warning("drain limit reached with %d request(s) still in flight", self.in_flight)
+        if self.in_flight():
+            log.warning("drain limit reached with %d request(s) still in flight", self.in_flight())
         self.request_exit(0)
 
     async def stop(self) -> None:

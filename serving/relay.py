@@ -21,6 +21,7 @@ from serving.capture import MAX_ANSWER_BYTES, Capture, Exchange
 from serving.errors import AnswerCut, error_response, sse_error
 from serving.headers import RawHeaders, to_client
 from serving.logs import printable
+from serving.record import RequestRecord, record_of
 
 log = logging.getLogger("serving.relay")
 
@@ -47,12 +48,12 @@ def is_small_json(upstream: httpx.Response) -> bool:
     )
 
 
-def keep(watcher: AnswerWatcher, state: dict) -> None:
+def keep(watcher: AnswerWatcher, record: RequestRecord) -> None:
     """What the answer said, for the access log."""
     if watcher.completion_tokens is not None:
-        state["completion_tokens"] = watcher.completion_tokens
+        record.completion_tokens = watcher.completion_tokens
     if watcher.speculation is not None:
-        state["speculation"] = watcher.speculation
+        record.speculation = watcher.speculation
 
 
 class Relay:
@@ -102,16 +103,16 @@ class Relay:
         except httpx.HTTPError as error:
             log.warning("engine request to %s failed: %r", printable(target), error)
             return error_response(503, ENGINE_GONE, "EngineUnavailable", {"Retry-After": "5"})
-        state = request.scope.setdefault("state", {})
-        if self.wants_capture(state, upstream.status_code, content):
-            state["capture_request"] = content
+        record = record_of(request.scope)
+        if self.wants_capture(record, upstream.status_code, content):
+            record.capture_request = content
         if is_small_json(upstream):
-            return await self._whole(upstream, state)
-        response = StreamingResponse(self._body(upstream, state), status_code=upstream.status_code)
+            return await self._whole(upstream, record)
+        response = StreamingResponse(self._body(upstream, record), status_code=upstream.status_code)
         response.raw_headers = to_client(upstream.headers.raw)
         return response
 
-    async def _whole(self, upstream: httpx.Response, state: dict) -> Response:
+    async def _whole(self, upstream: httpx.Response, record: RequestRecord) -> Response:
         """A small JSON answer read whole, so what it says can go in the headers too."""
         try:
             body = b"".join([chunk async for chunk in upstream.aiter_raw()])
@@ -123,17 +124,17 @@ class Relay:
         watcher = AnswerWatcher(upstream.headers.get("content-type", ""))
         watcher.feed(body)
         watcher.finish()
-        keep(watcher, state)
-        self.offer_capture(state, upstream, body, watcher)
+        keep(watcher, record)
+        self.offer_capture(record, upstream, body, watcher)
         response = Response(body, status_code=upstream.status_code)
         headers = with_speculation(to_client(upstream.headers.raw), watcher.speculation)
         response.raw_headers = [*headers, (b"content-length", b"%d" % len(body))]
         return response
 
-    async def _body(self, upstream: httpx.Response, state: dict) -> AsyncIterator[bytes]:
+    async def _body(self, upstream: httpx.Response, record: RequestRecord) -> AsyncIterator[bytes]:
         content_type = upstream.headers.get("content-type", "")
         watcher = AnswerWatcher(content_type)
-        answer = bytearray() if "capture_request" in state else None
+        answer = bytearray() if record.capture_request is not None else None
         try:
             async for chunk in upstream.aiter_raw():
                 watcher.feed(chunk)
@@ -144,9 +145,9 @@ class Relay:
                     self.capture.skip()
                 yield chunk
             watcher.finish()
-            keep(watcher, state)
+            keep(watcher, record)
             if answer is not None:
-                self.offer_capture(state, upstream, bytes(answer), watcher)
+                self.offer_capture(record, upstream, bytes(answer), watcher)
         except httpx.HTTPError as error:
             log.warning("engine answer broke off: %r", error)
             if not content_type.startswith("text/event-stream"):
@@ -156,8 +157,8 @@ class Relay:
         finally:
             await upstream.aclose()
 
-    def wants_capture(self, state: dict, status: int, content: bytes) -> bool:
-        route = state.get("route")
+    def wants_capture(self, record: RequestRecord, status: int, content: bytes) -> bool:
+        route = record.route
         return (
             self.capture is not None
             and status == 200
@@ -166,23 +167,26 @@ class Relay:
         )
 
     def offer_capture(
-        self, state: dict, upstream: httpx.Response, answer: bytes, watcher: AnswerWatcher
+        self,
+        record: RequestRecord,
+        upstream: httpx.Response,
+        answer: bytes,
+        watcher: AnswerWatcher,
     ) -> None:
         """Hand a finished exchange to the capture writer, if it was chosen for capture."""
-        if self.capture is None or "capture_request" not in state:
+        if self.capture is None or record.capture_request is None or record.route is None:
             return
-        wall_started, started = state.get("started", (time.time(), time.perf_counter()))
         speculation = watcher.speculation
         self.capture.offer(
             Exchange(
-                request_id=state["request_id"].decode("utf-8", errors="replace"),
-                route=state["route"].label,
+                request_id=record.request_id.decode("utf-8", errors="replace"),
+                route=record.route.label,
                 status=upstream.status_code,
-                request=state["capture_request"],
+                request=record.capture_request,
                 answer=answer,
                 streamed=watcher.is_stream,
-                started=wall_started,
-                latency_ms=(time.perf_counter() - started) * 1000,
+                started=record.started_wall,
+                latency_ms=(time.perf_counter() - record.started) * 1000,
                 speculation=None if speculation is None else speculation.record(),
                 parsed_answer=watcher.answer,
             )

@@ -1,4 +1,6 @@
-"""Which paths the front answers, and which of them reach the engine.
+"""The front's one route table: which paths it answers, with which methods, and which of
+them reach the engine. The gate matches a request here once; the app answers 404 and 405
+from the same match.
 
 The engine's HTTP API also has root routes the front must never expose (`/tokenize`,
 `/load`, `/version`, its own `/invocations`, and in vLLM's dev mode `/sleep`,
@@ -74,7 +76,6 @@ def match(raw_path: bytes) -> Route | None:
     return None
 
 
-def label(raw_path: bytes) -> str:
-    """The bounded metrics label of a path: its route template, or UNMATCHED."""
-    route = match(raw_path)
-    return route.label if route else UNMATCHED
+def raw_path(scope: dict) -> bytes:
+    """The request's path as the client sent it (undecoded, without the query)."""
+    return scope.get("raw_path") or scope["path"].encode("utf-8", errors="surrogateescape")

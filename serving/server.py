@@ -138,12 +138,13 @@ def serve(settings: Settings) -> int:
     server = FrontServer(config)
     lifecycle = Lifecycle(
         engine,
+        relay.client,
         drain_seconds=settings.drain_seconds,
         engine_exit_seconds=settings.engine_exit_seconds,
         request_exit=server.request_exit,
     )
     server.lifecycle = lifecycle
-    config.app = create_app(settings, lifecycle, relay)
+    config.app = create_app(settings, lifecycle, relay, capture)
     log.info(
         "front listening on %s:%d; engine on unix:%s", settings.host, settings.port, socket_path
     )

@@ -135,13 +135,6 @@ class Settings(BaseSettings):
         named = {"EndpointName": self.endpoint_name, "VariantName": self.variant_name}
         return {name: value for name, value in named.items() if value}
 
-    @property
-    def parallel_drafting(self) -> bool:
-        return (
-            bool(self.speculative_config)
-            and self.speculative_config.get("parallel_drafting") is True
-        )
-
     def __repr_args__(self):
         # The engine flags may carry --api-key; a logged Settings must not.
         return redact_mapping(dict(super().__repr_args__())).items()

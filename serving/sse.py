@@ -57,6 +57,25 @@ class EventSplitter:
         return [rest] if rest and not dropping else []
 
 
+class DataSplitter:
+    """The `data:` values of the events in a byte stream cut anywhere (SageMaker's
+    PayloadParts split events, and even characters, wherever they fall)."""
+
+    def __init__(self, max_pending: int | None = None):
+        self.events = EventSplitter(max_pending)
+
+    def feed(self, piece: bytes) -> list[str]:
+        return data_of(self.events.feed(piece))
+
+    def finish(self) -> list[str]:
+        """The last event's data, when the stream ended without its blank line."""
+        return data_of(self.events.finish())
+
+
+def data_of(events: list[bytes]) -> list[str]:
+    return [data for event in events if (data := event_data(event)) is not None]
+
+
 def event_data(event: bytes) -> str | None:
     """An event's data: its `data:` lines joined by newlines; None when it has none."""
     lines = [

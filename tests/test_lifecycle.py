@@ -257,14 +257,14 @@ def supervise(argv: list[str], niceness: int = 0) -> tuple[Lifecycle, list[int]]
     exits: list[int] = []
 
     async def run() -> Lifecycle:
-        lifecycle = Lifecycle(
-            Engine(argv, niceness), drain_seconds=1, engine_exit_seconds=0.1,
-            request_exit=exits.append,
-        )  # fmt: skip
         # Nothing listens there: health checks fail at once, as while vLLM loads.
         transport = httpx.AsyncHTTPTransport(uds="/nonexistent/engine.sock")
         async with httpx.AsyncClient(base_url="http://engine", transport=transport) as client:
-            lifecycle.start(client)
+            lifecycle = Lifecycle(
+                Engine(argv, niceness), client, drain_seconds=1, engine_exit_seconds=0.1,
+                request_exit=exits.append,
+            )  # fmt: skip
+            lifecycle.start(in_flight=lambda: 0)
             async with asyncio.timeout(20):
                 while not exits:
                     await asyncio.sleep(0.05)

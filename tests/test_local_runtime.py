@@ -22,10 +22,10 @@ from botocore.config import Config
 from botocore.eventstream import EventStreamBuffer
 from botocore.exceptions import EventStreamError
 
-from bench.client import SseSplitter
 from bench.container import free_port
 from local_runtime import event_stream
 from local_runtime.app import MAX_BODY_BYTES, Runtime, create_app
+from serving.sse import DataSplitter
 from tests.in_process import serving
 
 CHAT = {
@@ -68,14 +68,14 @@ def chat_text(body: dict) -> str:
 
 
 def streamed_events(response) -> list[str]:
-    splitter = SseSplitter()
+    splitter = DataSplitter()
     return [
         data for event in response["Body"] for data in splitter.feed(event["PayloadPart"]["Bytes"])
     ]
 
 
 def streamed_text(events: list[str]) -> str:
-    chunks = [json.loads(data) for data in events if data != "[DONE]"]
+    chunks = [json.loads(data) for data in events if data.strip() != "[DONE]"]
     return "".join(chunk["choices"][0]["delta"].get("content") or "" for chunk in chunks)
 
 
@@ -142,7 +142,7 @@ def test_events_split_across_payload_parts_reassemble(peagle, client: httpx.Clie
             EndpointName="split", Body=json.dumps({**CHAT, "stream": True})
         )
         parts = []
-        splitter = SseSplitter()
+        splitter = DataSplitter()
         events = []
         for event in response["Body"]:
             parts.append(event["PayloadPart"]["Bytes"])

@@ -11,7 +11,8 @@ from botocore.response import StreamingBody
 from deploy_support import Stubbed, client
 
 from deploy.errors import DeployFailed, UsageError
-from deploy.invoke import EventBuffer, chat_payload, invoke, stream_texts
+from deploy.invoke import chat_payload, invoke, stream_texts
+from serving.sse import DataSplitter
 
 PIECES = ["Deep", " learning", " is", " é", "🙂", " layers."]
 
@@ -44,9 +45,9 @@ def test_stream_byte_by_byte_and_crlf() -> None:
 
 
 def test_last_event_without_its_blank_line() -> None:
-    buffer = EventBuffer()
+    buffer = DataSplitter()
     assert buffer.feed(b'data: {"a": 1}') == []
-    assert buffer.close() == ['{"a": 1}']
+    assert buffer.finish() == ['{"a": 1}']
 
 
 def test_stream_error_event_and_stream_failure() -> None:
