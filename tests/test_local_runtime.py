@@ -261,18 +261,20 @@ def test_a_stream_that_breaks_raises_model_stream_error_after_the_parts_sent():
     assert "connection to container primary failed" in raised.value.response["Error"]["Message"]
 
 
-README = Path(__file__).parents[1] / "README.md"
-README_SECTION = "### Try your boto3 code locally"
+# The boto3 snippets a reader copies: the page the README links for trying boto3 locally.
+LOCAL_RUNTIME_DOC = Path(__file__).parents[1] / "docs" / "local-runtime.md"
+LOCAL_RUNTIME_SECTION = "# Try your boto3 code locally"
 
 
-def readme_python() -> str:
-    section = README.read_text().split(README_SECTION, 1)[1].split("\n## ", 1)[0]
+def documented_python() -> str:
+    doc = LOCAL_RUNTIME_DOC.read_text()
+    section = doc.split(LOCAL_RUNTIME_SECTION, 1)[1].split("\n## ", 1)[0]
     section = section.split("\n### ", 1)[0]
     return "\n".join(re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL))
 
 
 def test_the_readmes_boto3_snippets_run_against_the_local_runtime(runtime_url, client):
-    code = readme_python()
+    code = documented_python()
     assert "invoke_endpoint_with_response_stream" in code and "ModelError" in code
     payload = {**CHAT, "max_tokens": 64}
     direct = chat_text(client.post("/invocations", json=payload).json())
