@@ -118,8 +118,8 @@ local-runtime: setup
 	$(PY) -m local_runtime --port $(RUNTIME_PORT) --container-url http://127.0.0.1:$(PORT)
 
 lint: setup
-	$(VENV)/bin/ruff check serving bench image_build model_data_sources deploy local_runtime capture tests
-	$(VENV)/bin/ruff format --check serving bench image_build model_data_sources deploy local_runtime capture tests
+	$(VENV)/bin/ruff check serving bench image_build model_data_sources deploy local_runtime capture tests harness
+	$(VENV)/bin/ruff format --check serving bench image_build model_data_sources deploy local_runtime capture tests harness
 	$(VENV)/bin/hadolint Dockerfile docker/cpu-base/Dockerfile
 
 # The image targets start a container engine when none runs (as root on Debian/Ubuntu) and,
@@ -137,8 +137,8 @@ image-test: image-cpu trained-model
 		tests/test_lifecycle.py::test_engine_death_fails_requests_fast_and_exits_non_zero
 
 format: setup
-	$(VENV)/bin/ruff format serving bench image_build model_data_sources deploy local_runtime capture tests
-	$(VENV)/bin/ruff check --fix serving bench image_build model_data_sources deploy local_runtime capture tests
+	$(VENV)/bin/ruff format serving bench image_build model_data_sources deploy local_runtime capture tests harness
+	$(VENV)/bin/ruff check --fix serving bench image_build model_data_sources deploy local_runtime capture tests harness
 
 clean:
 	rm -rf build .pytest_cache

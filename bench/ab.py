@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.container import Configuration, LocalContainer
+from bench.configuration import Configuration, LocalContainer
 from bench.report import markdown, write_json
 from bench.side_by_side import FIGURES, failures_note, measure_side_by_side, medians
 

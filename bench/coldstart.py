@@ -13,7 +13,8 @@ from pathlib import Path
 
 import httpx
 
-from bench.container import Configuration, LocalContainer, free_port
+from bench.configuration import Configuration, LocalContainer
+from harness.container import free_port
 from serving.engine import build_argv
 from serving.settings import load_settings
 

@@ -14,7 +14,9 @@ import signal
 import time
 from pathlib import Path
 
-from bench.container import Configuration, Container, DockerContainer, LocalContainer
+from bench.configuration import Configuration, LocalContainer
+from harness.container import Container
+from harness.docker import DockerContainer
 
 
 def timed_exit(container: Container, action, timeout: float = 60) -> tuple[float, int]:

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 from tqdm import tqdm
 
-from bench.container import Configuration, LocalContainer
+from bench.configuration import Configuration, LocalContainer
 from bench.prompts import CODE_INSTRUCTION, humaneval_prompts, prose_prompts
 from serving import paths
 

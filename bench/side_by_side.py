@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from statistics import median
 from typing import Any
 
-from bench.container import LocalContainer
+from bench.configuration import LocalContainer
 from bench.run import run_level, warm_up
 from bench.targets import UrlTarget
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.container import Configuration, LocalContainer
+from bench.configuration import Configuration, LocalContainer
 from bench.run import run_sweep
 from bench.side_by_side import failures_note, measure_side_by_side, medians
 from bench.targets import UrlTarget

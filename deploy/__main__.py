@@ -18,17 +18,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 from deploy import calls, cleanup, inputs, invoke, names, rollout, status, upload
 from deploy.clients import Connection, connect
 from deploy.errors import EXIT_FAILED, EXIT_USAGE, DeployFailed, UsageError
-from deploy.model_dirs import directory_bytes
-from deploy.plan import (
-    DEFAULT_INSTANCE_TYPE,
-    DEFAULT_NUM_SPECULATIVE_TOKENS,
-    Autoscaling,
-    Component,
-    Plan,
-)
-from deploy.requests import SAGEMAKER, speculative_config
-from deploy.s3 import S3Prefix, parse_prefix, prefix_bytes
-from deploy.sizing import GB, size_for
+from deploy.plan import DEFAULT_INSTANCE_TYPE, DEFAULT_NUM_SPECULATIVE_TOKENS
+from deploy.planning import deploy_plan
+from deploy.requests import SAGEMAKER
+from deploy.sizing import GB
 from deploy.waiting import Clock
 
 Connect = Callable[[str | None, str | None, str | None], Connection]
@@ -138,140 +131,6 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def checked_prefix(option: str, uri: str, problems: list[str]) -> S3Prefix | None:
-    try:
-        return parse_prefix(option, uri)
-    except ValueError as error:
-        problems.append(str(error))
-        return None
-
-
-def checked_directory(option: str, directory: Path | None, problems: list[str]) -> None:
-    if directory is not None and not directory.is_dir():
-        problems.append(f"{option} {directory} is not a directory; give the local model folder.")
-
-
-def autoscaling_of(args: argparse.Namespace, problems: list[str]) -> Autoscaling | None:
-    values = (args.min_capacity, args.max_capacity, args.target_value)
-    if not args.autoscale:
-        if any(value is not None for value in values):
-            problems.append(
-                "--min-capacity, --max-capacity and --target-value take effect only with "
-                "--autoscale; add it, or drop them."
-            )
-        return None
-    missing = [
-        option
-        for option, value in zip(
-            ("--min-capacity", "--max-capacity", "--target-value"), values, strict=True
-        )
-        if value is None
-    ]
-    if missing:
-        problems.append(f"--autoscale needs {', '.join(missing)}; add them.")
-        return None
-    scaling = Autoscaling(args.min_capacity, args.max_capacity, args.target_value, args.metric)
-    problems += inputs.autoscaling_problems(scaling, args.inference_component)
-    return scaling
-
-
-def model_bytes(
-    args: argparse.Namespace,
-    target: S3Prefix,
-    head: S3Prefix,
-    connection_for: Callable[[], Connection | None],
-) -> int:
-    """Local directories, else --model-gb, else the S3 prefixes' listing (a call)."""
-    if args.target_dir is not None and args.head_dir is not None:
-        return directory_bytes(args.target_dir) + directory_bytes(args.head_dir)
-    if args.model_gb is not None:
-        return int(args.model_gb * GB)
-    connection = connection_for()
-    if connection is None:
-        raise UsageError(
-            "--dry-run makes no calls, so it cannot list the S3 prefixes to size the model; "
-            "pass --model-gb (e.g. --model-gb 31) or --target-dir and --head-dir."
-        )
-    s3 = connection.client("s3")
-    found = prefix_bytes(s3, target) + prefix_bytes(s3, head)
-    if not found:
-        raise UsageError(
-            f"--target-uri {target.uri} and --head-uri {head.uri} hold nothing; run `upload` "
-            "first, or check the URIs."
-        )
-    return found
-
-
-def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connection | None]) -> Plan:
-    """The Plan, or UsageError listing every problem with the options (all of them found
-    before connecting, so a missing credential does not hide a bad option)."""
-    problems: list[str] = []
-    for problem in (
-        names.name_problem("--name", args.name),
-        inputs.role_problem(args.role),
-        inputs.instance_type_problem(args.instance_type),
-        args.inference_ami_version and inputs.ami_version_problem(args.inference_ami_version),
-    ):
-        if problem:
-            problems.append(problem)
-    target = checked_prefix("--target-uri", args.target_uri, problems)
-    head = checked_prefix("--head-uri", args.head_uri, problems)
-    environment = inputs.parse_environment(args.env, problems)
-    if args.k < 1:
-        problems.append(f"--k {args.k} is not a draft length; use 1 or more (7 suits P-EAGLE).")
-    for option, value in (
-        ("--instance-count", args.instance_count),
-        ("--accelerators", args.accelerators),
-        ("--copies", args.copies),
-    ):
-        if value < 1:
-            problems.append(f"{option} {value} is below 1; use 1 or more.")
-    if args.model_gb is not None and not args.model_gb > 0:
-        problems.append(f"--model-gb {args.model_gb} is not above 0; give the size in GB.")
-    if (args.target_dir is None) != (args.head_dir is None):
-        problems.append(
-            "--target-dir and --head-dir go together (the checks compare the head with the "
-            "target); give both, or neither."
-        )
-    checked_directory("--target-dir", args.target_dir, problems)
-    checked_directory("--head-dir", args.head_dir, problems)
-    scaling = autoscaling_of(args, problems)
-    if not problems and args.target_dir is not None and args.head_dir is not None:
-        from deploy.preflight import speculation_problems
-
-        found = speculation_problems(
-            args.target_dir, args.head_dir, speculative_config(args.k), environment
-        )
-        problems += [
-            f"preflight of --target-dir and --head-dir with --k {args.k}: {problem}"
-            for problem in found
-        ]
-    if problems:
-        raise UsageError(problems)
-    assert target is not None and head is not None
-    component = (
-        Component(names.component_name(args.name), args.accelerators, args.memory_mb, args.copies)
-        if args.inference_component
-        else None
-    )
-    return Plan(
-        endpoint_name=args.name,
-        version=names.version_now(),
-        image_uri=args.image,
-        role_arn=args.role,
-        target=target,
-        head=head,
-        num_speculative_tokens=args.k,
-        instance_type=args.instance_type,
-        instance_count=args.instance_count,
-        sizing=size_for(model_bytes(args, target, head, connection_for), args.instance_type),
-        extra_environment=environment,
-        inference_ami_version=args.inference_ami_version,
-        component=component,
-        autoscaling=scaling,
-    )
-
-
 def run_deploy(
     args: argparse.Namespace, connect_to: Connect, out: TextIO, err: TextIO, clock: Clock
 ) -> int:
@@ -352,9 +211,9 @@ def run_delete(
 
 def run_upload(args: argparse.Namespace, connect_to: Connect, out: TextIO, err: TextIO) -> int:
     problems: list[str] = []
-    base = checked_prefix("--s3-uri", args.s3_uri, problems)
-    checked_directory("--target-dir", args.target_dir, problems)
-    checked_directory("--head-dir", args.head_dir, problems)
+    base = inputs.checked_prefix("--s3-uri", args.s3_uri, problems)
+    inputs.checked_directory("--target-dir", args.target_dir, problems)
+    inputs.checked_directory("--head-dir", args.head_dir, problems)
     if problems:
         raise UsageError(problems)
     assert base is not None

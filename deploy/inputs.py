@@ -7,10 +7,12 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+from pathlib import Path
 
 import botocore.session
 
 from deploy.plan import Autoscaling
+from deploy.s3 import S3Prefix, parse_prefix
 from serving.settings import SPECULATIVE_CONFIG_VAR, vllm_flags_from_env
 
 ROLE_ARN = r"arn:aws[a-z\-]*:iam::\d{12}:role/[\w+=,.@\-/]+"
@@ -116,3 +118,16 @@ def autoscaling_problems(scaling: Autoscaling, component: bool) -> list[str]:
             f"{'copy' if component else 'instance'} to hold, e.g. 4 concurrent requests."
         )
     return problems
+
+
+def checked_prefix(option: str, uri: str, problems: list[str]) -> S3Prefix | None:
+    try:
+        return parse_prefix(option, uri)
+    except ValueError as error:
+        problems.append(str(error))
+        return None
+
+
+def checked_directory(option: str, directory: Path | None, problems: list[str]) -> None:
+    if directory is not None and not directory.is_dir():
+        problems.append(f"{option} {directory} is not a directory; give the local model folder.")

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from serving.answers import CUSTOM_ATTRIBUTES, AnswerWatcher, Speculation, with_speculation
-from tests.conftest import TRAINED
+from tests.support.containers import TRAINED
 
 STATS = {
     "mean_acceptance_length": 2.5,

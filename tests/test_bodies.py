@@ -6,8 +6,8 @@ import json
 import time
 
 from serving.invocations import prepare
-from tests.raw_http import body_of, connect, read_all, status_of
-from tests.stalls import WATCH
+from tests.support.raw_http import body_of, connect, read_all, status_of
+from tests.support.stalls import WATCH
 
 HEAD = (
     b"POST /invocations HTTP/1.1\r\nHost: front\r\nContent-Type: application/json\r\n"

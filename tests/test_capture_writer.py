@@ -12,7 +12,7 @@ import httpx
 
 from serving import exit_codes
 from serving.capture import QUEUE_RECORDS, Capture, Exchange, RotatingFile, record
-from tests.conftest import CAPTURE_DIR
+from tests.support.containers import CAPTURE_DIR
 
 CHAT = {
     "messages": [{"role": "user", "content": "def reverse(s):"}],
@@ -138,7 +138,7 @@ def test_the_container_captures_json_and_streamed_answers_with_their_acceptance(
 
 
 def test_an_unwritable_capture_directory_exits_2_before_the_engine_starts(demo_root):
-    from tests.conftest import demo_env, serve_until_exit
+    from tests.support.containers import demo_env, serve_until_exit
 
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))

@@ -11,7 +11,7 @@ import httpx
 import jsonschema
 
 from serving.emf import Totals, document
-from tests.conftest import TRAINED
+from tests.support.containers import TRAINED
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "emf-schema.json").read_text())
 CODE = {

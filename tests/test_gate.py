@@ -7,9 +7,9 @@ import time
 
 import httpx
 
-from tests.conftest import LOADING_PROBE, PEAGLE_MAX_CONCURRENT
-from tests.raw_http import connect, read_all, status_of
-from tests.stalls import WATCH
+from tests.support.containers import LOADING_PROBE, PEAGLE_MAX_CONCURRENT
+from tests.support.raw_http import connect, read_all, status_of
+from tests.support.stalls import WATCH
 
 
 def test_invocations_while_loading_get_a_503_json_error(peagle):

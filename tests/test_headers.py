@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from serving.headers import to_client, to_engine
-from tests.raw_http import body_of, exchange, get, header_values, status_of
+from tests.support.raw_http import body_of, exchange, get, header_values, status_of
 
 CHAT = json.dumps({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}).encode()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.container import container_settings
+from harness.docker import container_settings
 from image_build.base_images import DEFAULT_MIRROR, debian_mirror
 from image_build.pip_settings import CA_SECRET_TARGET, for_build, served
 
@@ -76,7 +76,7 @@ def test_a_container_gets_what_the_caller_set_not_the_runners_shell(monkeypatch)
 
 
 def test_the_image_sees_the_demo_tree_at_opt_ml_read_only(tmp_path: Path):
-    from bench.container import DockerContainer
+    from harness.docker import DockerContainer
 
     (tmp_path / "model").mkdir()
     for channel in ("eagle", "eagle3"):

@@ -7,7 +7,7 @@ import time
 
 import httpx
 
-from tests.stalls import WATCH
+from tests.support.stalls import WATCH
 
 CHAT = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4}
 

@@ -18,8 +18,8 @@ from serving import exit_codes
 from serving.engine import Engine
 from serving.lifecycle import Lifecycle, Status
 from serving.metrics import ENGINE_UP
-from tests.raw_http import connect, read_all
-from tests.stalls import WATCH
+from tests.support.raw_http import connect, read_all
+from tests.support.stalls import WATCH
 
 # Short enough to finish well inside the drain even on a loaded two-core machine.
 STREAM = {"prompt": "def parse(text):", "max_tokens": 64, "ignore_eos": True, "stream": True}
@@ -146,8 +146,8 @@ def streaming(container, results: dict, started: threading.Event) -> None:
 
 class Load:
     """The requests in flight at the engine's death: a stream and eight sequences, sent
-    together, so that a hold of the test (tests/stalls.py) finds nine sequences sharing the
-    engine: the stream's 1,900 tokens then take about 50 s here, not 20."""
+    together, so that a hold of the test (tests/support/stalls.py) finds nine sequences
+    sharing the engine: the stream's 1,900 tokens then take about 50 s here, not 20."""
 
     def __init__(self, container) -> None:
         self.container = container
@@ -189,8 +189,9 @@ class Load:
 
 def nine_running(container) -> Load:
     """A `Load` with all nine sequences running. One foiled while the machine held a CPU
-    (a request can run to its end while the test waits in a held run queue; tests/stalls.py)
-    is made again once its requests have ended; one foiled while the machine ran fails."""
+    (a request can run to its end while the test waits in a held run queue;
+    tests/support/stalls.py) is made again once its requests have ended; one foiled while the
+    machine ran fails."""
     for _ in range(PLAN_ATTEMPTS):
         load = Load(container)
         foiled = load.all_nine_running()
@@ -296,7 +297,7 @@ def in_session(process: psutil.Process, session: int) -> bool:
 
 
 def test_ctrl_c_twice_while_loading_leaves_no_engine_behind(demo_root, tmp_path):
-    from tests.conftest import Container, demo_env
+    from tests.support.containers import Container, demo_env
 
     container = Container("ctrl-c", demo_env()).start()
     try:
@@ -325,7 +326,7 @@ def test_ctrl_c_twice_while_loading_leaves_no_engine_behind(demo_root, tmp_path)
 def test_a_taken_port_exits_4_before_the_engine_starts(demo_root):
     import socket
 
-    from tests.conftest import demo_env, serve_until_exit
+    from tests.support.containers import demo_env, serve_until_exit
 
     with socket.socket() as taken:
         taken.bind(("0.0.0.0", 0))

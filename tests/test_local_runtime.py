@@ -15,41 +15,22 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import boto3
 import httpx
 import pytest
-from botocore.config import Config
 from botocore.eventstream import EventStreamBuffer
 from botocore.exceptions import EventStreamError
 
-from bench.container import free_port
+from harness.container import free_port
 from local_runtime import event_stream
-from local_runtime.app import MAX_BODY_BYTES, Runtime, create_app
+from local_runtime.app import MAX_BODY_BYTES
 from serving.sse import DataSplitter
-from tests.in_process import serving
+from tests.support.local_runtime import local_runtime, runtime_client
 
 CHAT = {
     "messages": [{"role": "user", "content": "What is deep learning?"}],
     "max_tokens": 24,
     "temperature": 0,
 }
-
-
-def local_runtime(container_url: str, **options):
-    """The runtime on a free loopback port, in this process, for the block's duration."""
-    return serving(create_app(Runtime(container_url, **options)))
-
-
-def runtime_client(url: str):
-    # Dummy credentials and no retries: every call reaches the runtime exactly once.
-    return boto3.client(
-        "sagemaker-runtime",
-        endpoint_url=url,
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-        config=Config(retries={"total_max_attempts": 1}, read_timeout=120),
-    )
 
 
 @pytest.fixture(scope="module")

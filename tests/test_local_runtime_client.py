@@ -15,19 +15,20 @@ from collections.abc import Callable, Iterator
 import pytest
 from botocore.exceptions import EventStreamError
 
-from bench.container import free_port
+from harness.container import free_port
 from local_runtime.app import MAX_BODY_BYTES
 from local_runtime.container import ContainerClient, ContainerError
-from tests import standin_container
-from tests.in_process import serving
-from tests.test_local_runtime import local_runtime, runtime_client
+from tests.support.in_process import serving
+from tests.support.local_runtime import local_runtime, runtime_client
+from tests.support.standin_container import CUSTOM_ATTRIBUTES, EVENTS
+from tests.support.standin_container import app as standin_app
 
 JSON = {"content-type": "application/json"}
 
 
 def standin(port: int | None = None):
     """The stand-in container on a loopback port, in this process, for the block's duration."""
-    return serving(standin_container.app, port, log_level="error")
+    return serving(standin_app, port, log_level="error")
 
 
 @pytest.fixture(scope="module")
@@ -238,7 +239,7 @@ def test_headers_reach_the_container_and_come_back(runtime):
     assert seen["x-amzn-sagemaker-target-variant"] == "canary"
     assert "authorization" not in seen
     assert answer["InvokedProductionVariant"] == "canary"
-    assert answer["CustomAttributes"] == standin_container.CUSTOM_ATTRIBUTES.decode()
+    assert answer["CustomAttributes"] == CUSTOM_ATTRIBUTES.decode()
     assert answer["ContentType"] == "application/json"
     assert answer["ResponseMetadata"]["RequestId"]
 
@@ -289,10 +290,10 @@ def test_the_stream_comes_in_payload_parts_cut_to_part_bytes(container_url: str)
             CustomAttributes="a=1",
         )
         parts = [event["PayloadPart"]["Bytes"] for event in response["Body"]]
-    assert b"".join(parts) == b"".join(standin_container.EVENTS)
+    assert b"".join(parts) == b"".join(EVENTS)
     assert max(len(part) for part in parts) == 7
     assert response["ContentType"] == "text/event-stream"
-    assert response["CustomAttributes"] == standin_container.CUSTOM_ATTRIBUTES.decode()
+    assert response["CustomAttributes"] == CUSTOM_ATTRIBUTES.decode()
 
 
 def test_a_late_answer_is_a_model_error_and_does_not_answer_the_next_call(container_url: str):
@@ -317,7 +318,7 @@ def test_a_stream_silent_longer_than_the_timeout_ends_in_model_stream_error(cont
         with pytest.raises(EventStreamError) as raised:
             for event in response["Body"]:
                 received.append(event["PayloadPart"]["Bytes"])
-    assert received == standin_container.EVENTS[:1]
+    assert received == EVENTS[:1]
     assert raised.value.response["Error"]["Code"] == "ModelStreamError"
     assert "sent nothing for 0.5 s" in raised.value.response["Error"]["Message"]
 

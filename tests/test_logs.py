@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from serving.logs import printable
-from tests.raw_http import get, status_of
+from tests.support.raw_http import get, status_of
 
 
 def test_printable_escapes_every_line_breaker():

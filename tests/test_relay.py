@@ -8,7 +8,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from tests.stalls import WATCH
+from tests.support.stalls import WATCH
 
 RUNNING = "vllm:num_requests_running"
 GENERATED = "vllm:generation_tokens"
@@ -28,9 +28,9 @@ def assert_aborted(container, leave: Callable[[], None]) -> None:
     """`leave` is a client that goes away mid-answer. Passes once vLLM, idle again, stopped
     short of the answer's 1,800 tokens: an abort, not a generation run to its end (vLLM 0.32
     counts no aborts of its own). An attempt that ran to its end while the machine held a CPU
-    (tests/stalls.py) proves nothing: the client's close or the front's abort may have waited
-    in the held run queue while vLLM generated on, so it is made again. One that ran to its
-    end while the machine ran throughout fails."""
+    (tests/support/stalls.py) proves nothing: the client's close or the front's abort may
+    have waited in the held run queue while vLLM generated on, so it is made again. One that
+    ran to its end while the machine ran throughout fails."""
     held = []
     for _ in range(ATTEMPTS):
         wait_idle(container)

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from serving import routes
-from tests.raw_http import body_of, get, header_values, status_of
+from tests.support.raw_http import body_of, get, header_values, status_of
 
 HOSTILE_PATHS = [
     b"/v1/../tokenize",
@@ -83,7 +83,7 @@ def test_engine_root_routes_are_unreachable_however_spelled(peagle):
 
 
 def post_empty(url: str, path: bytes) -> bytes:
-    from tests.raw_http import exchange
+    from tests.support.raw_http import exchange
 
     return exchange(
         url,

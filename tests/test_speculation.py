@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from bench.prompts import humaneval_prompts, payload_for
-from tests.conftest import TRAINED
+from tests.support.containers import TRAINED
 
 PROMPTS = [
     "def fibonacci(n):",

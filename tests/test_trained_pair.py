@@ -15,7 +15,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from bench.container import EAGLE3_CHANNEL
+from harness.paths import EAGLE3_CHANNEL, REPO_ROOT
 from model_data_sources import training
 from model_data_sources.heads import (
     Batch,
@@ -27,7 +27,7 @@ from model_data_sources.heads import (
     peagle_logits,
 )
 from serving import paths
-from tests.conftest import DEMO_ROOT, ROOT, TRAINED, demo_env
+from tests.support.containers import DEMO_ROOT, TRAINED, demo_env
 
 SHAPE = HeadShape(
     hidden_size=32,
@@ -241,7 +241,7 @@ def test_trained_heads_pass_preflight(channel: str, k: int):
     result = subprocess.run(
         [sys.executable, "-m", "serving", "check"],
         env=demo_env(SM_VLLM_SPECULATIVE_CONFIG=json.dumps(config)),
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=120,

@@ -13,7 +13,7 @@ from bench.commands.common import (
     int_list,
     sampled_payloads,
 )
-from bench.container import parse_configuration
+from bench.configuration import parse_configuration
 
 HELP = (
     "the same configuration with two environments (--a-env, --b-env KEY=VALUE), both up "

@@ -7,7 +7,7 @@ from typing import Any
 
 from bench import report
 from bench.commands.common import add_local_command, drafter_of
-from bench.container import parse_configuration
+from bench.configuration import parse_configuration
 
 HELP = "time to the first /ping 200: front and bare vLLM, side by side"
 

@@ -9,13 +9,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.container import (
-    Container,
-    LocalContainer,
-    default_opt_ml_root,
-    parse_configuration,
-)
+from bench.configuration import LocalContainer, parse_configuration
 from bench.prompts import load_payloads, sampled
+from harness.container import Container
+from harness.paths import default_opt_ml_root
 from serving import paths
 
 DEFAULT_OUT_DIR = Path("build") / "bench"

@@ -7,7 +7,7 @@ from typing import Any
 
 from bench import report
 from bench.commands.common import add_local_command, drafter_of
-from bench.container import parse_configuration
+from bench.configuration import parse_configuration
 from image_build.build import CPU_IMAGE
 
 HELP = "the image against the host process: first /ping 200, docker stop, engine kill"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.commands.common import add_local_command, drafter_of
-from bench.container import parse_configuration
+from bench.configuration import parse_configuration
 
 HELP = (
     "the retraining loop on the demo pair: capture prose requests, export, fine-tune the "

@@ -14,9 +14,10 @@ from bench.commands.common import (
     sampled_payloads,
     settings_of,
 )
-from bench.container import EAGLE3_CHANNEL, parse_configuration
+from bench.configuration import parse_configuration
 from bench.run import DEFAULT_CONCURRENCY
 from bench.sweep import DEFAULT_K, DEFAULT_ROUNDS
+from harness.paths import EAGLE3_CHANNEL
 from serving import paths
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from capture_support import chat_answer, chat_request, container_line
 
 from capture.container_capture import exchange_of
 from capture.types import Skip, Skipped
+from tests.support.capture import chat_answer, chat_request, container_line
 
 
 def test_answered_record() -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from capture_support import chat_answer, chat_request
 
 from capture.conversations import conversation_of
 from capture.types import Exchange, Skip, Skipped
+from tests.support.capture import chat_answer, chat_request
 
 ANSWER = {"role": "assistant", "content": "Learning with deep networks."}
 

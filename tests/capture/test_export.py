@@ -8,7 +8,10 @@ import random
 from pathlib import Path
 
 import pytest
-from capture_support import (
+
+from capture.export import Options, export
+from capture.formats import OPENAI_FILE, SHAREGPT_FILE
+from tests.support.capture import (
     chat_answer,
     chat_request,
     container_line,
@@ -17,9 +20,6 @@ from capture_support import (
     vllm_stream,
     write_lines,
 )
-
-from capture.export import Options, export
-from capture.formats import OPENAI_FILE, SHAREGPT_FILE
 
 SSE = "text/event-stream"
 HOUR = Path("datacapture/qwen-peagle/AllTraffic/2026/11/23")

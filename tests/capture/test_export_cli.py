@@ -8,9 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from capture_support import chat_answer, chat_request, container_line, run_cli, write_lines
 
+from capture.__main__ import run as capture_cli
 from capture.formats import OPENAI_FILE, SHAREGPT_FILE
+from tests.support.capture import chat_answer, chat_request, container_line, write_lines
+from tests.support.cli import fails, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,18 +25,10 @@ def capture_file(tmp_path: Path) -> Path:
     )
 
 
-def fails(argv: list[str], *fragments: str) -> str:
-    """Exit 2, every fragment in one `error:` line, no traceback; the error output."""
-    code, out, err = run_cli(argv)
-    assert code == 2, (out, err)
-    lines = [line for line in err.splitlines() if line.startswith("error: ")]
-    assert any(all(fragment in line for fragment in fragments) for line in lines), err
-    assert "Traceback" not in err and not out
-    return err
-
-
 def test_summary_line(capture_file: Path, tmp_path: Path) -> None:
-    code, out, err = run_cli(["export", str(capture_file.parent), "--out", str(tmp_path / "t")])
+    code, out, err = run_cli(
+        capture_cli, ["export", str(capture_file.parent), "--out", str(tmp_path / "t")]
+    )
     assert (code, err) == (0, "")
     assert out == (
         f"read 2 records from 1 file; wrote 1 to {tmp_path / 't'} ({OPENAI_FILE}, "
@@ -44,7 +38,7 @@ def test_summary_line(capture_file: Path, tmp_path: Path) -> None:
 
 def test_nothing_usable_is_a_warning_not_a_failure(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "in.jsonl", ['{"inputs": "hi"}'])
-    code, out, err = run_cli(["export", str(path), "--out", str(tmp_path / "t")])
+    code, out, err = run_cli(capture_cli, ["export", str(path), "--out", str(tmp_path / "t")])
     assert code == 0 and "wrote 0" in out and "unknown_record 1" in out
     assert err.startswith("warning: no record became a training conversation")
     assert (tmp_path / "t" / OPENAI_FILE).read_text() == ""
@@ -52,6 +46,7 @@ def test_nothing_usable_is_a_warning_not_a_failure(tmp_path: Path) -> None:
 
 def test_missing_input(tmp_path: Path) -> None:
     fails(
+        capture_cli,
         ["export", str(tmp_path / "nowhere"), "--out", str(tmp_path / "t")],
         "nowhere does not exist",
         "name capture files",
@@ -62,17 +57,26 @@ def test_missing_input(tmp_path: Path) -> None:
 def test_folder_without_capture_files(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "notes.txt").write_text("not a capture")
-    fails(["export", str(tmp_path / "empty"), "--out", str(tmp_path / "t")], "no *.jsonl files")
+    fails(
+        capture_cli,
+        ["export", str(tmp_path / "empty"), "--out", str(tmp_path / "t")],
+        "no *.jsonl files",
+    )
 
 
 def test_out_that_cannot_be_a_folder(capture_file: Path, tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     fails(
+        capture_cli,
         ["export", str(capture_file), "--out", str(blocker / "train")],
         f"--out {blocker / 'train'} is not a writable folder",
     )
-    fails(["export", str(capture_file), "--out", str(blocker)], "is not a writable folder")
+    fails(
+        capture_cli,
+        ["export", str(capture_file), "--out", str(blocker)],
+        "is not a writable folder",
+    )
 
 
 @pytest.mark.parametrize(
@@ -87,7 +91,9 @@ def test_out_that_cannot_be_a_folder(capture_file: Path, tmp_path: Path) -> None
 def test_bad_numbers_and_text(
     options: list[str], fragment: str, capture_file: Path, tmp_path: Path
 ) -> None:
-    fails(["export", str(capture_file), "--out", str(tmp_path / "t"), *options], fragment)
+    fails(
+        capture_cli, ["export", str(capture_file), "--out", str(tmp_path / "t"), *options], fragment
+    )
     assert not (tmp_path / "t").exists()
 
 
@@ -96,13 +102,13 @@ def test_bad_numbers_and_text(
     [[], ["export"], ["export", "x.jsonl"], ["export", "x", "--out", "o", "--max-chars", "lots"]],
 )
 def test_argparse_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, _ = run_cli(argv)
+    code, _, _ = run_cli(capture_cli, argv)
     assert code == 2
     assert "usage:" in capsys.readouterr().err
 
 
 def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_cli(["export", "--help"])[0] == 0
+    assert run_cli(capture_cli, ["export", "--help"])[0] == 0
     assert "--min-answer-chars" in capsys.readouterr().out
 
 

@@ -7,10 +7,10 @@ import base64
 import json
 
 import pytest
-from capture_support import METRICS, chat_answer, chat_request, sagemaker_line, vllm_stream
 
 from capture.sagemaker_capture import exchange_of
 from capture.types import Skip, Skipped
+from tests.support.capture import METRICS, chat_answer, chat_request, sagemaker_line, vllm_stream
 
 SSE = "text/event-stream"
 

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from capture_support import METRICS, USAGE, chunk, vllm_stream
 
 from serving import sse as streams
 from serving.sse import reassemble_sse
+from tests.support.capture import METRICS, USAGE, chunk, vllm_stream
 
 PIECES = ["Deep", " learning", " stacks", " layers: é, 🙂."]
 

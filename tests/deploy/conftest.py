@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from deploy import names
+from tests.support.deploy import VERSION
+
 
 @pytest.fixture(autouse=True)
 def dummy_aws(monkeypatch, tmp_path):
@@ -21,9 +24,5 @@ def dummy_aws(monkeypatch, tmp_path):
 
 @pytest.fixture()
 def fixed_version(monkeypatch):
-    from deploy_support import VERSION
-
-    from deploy import names
-
     monkeypatch.setattr(names, "version_now", lambda now=None: VERSION)
     return VERSION

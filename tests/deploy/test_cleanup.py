@@ -3,8 +3,16 @@ what is already gone is skipped."""
 
 from __future__ import annotations
 
-from deploy_support import Stubbed, client_error, run_cli
-from test_rollout import ACCOUNT_ARN, WHEN, component, endpoint
+from tests.support.cli import run_cli
+from tests.support.deploy import (
+    ACCOUNT_ARN,
+    WHEN,
+    Stubbed,
+    client_error,
+    component,
+    deploy_cli,
+    endpoint,
+)
 
 ENDPOINT = "qwen-peagle"
 CURRENT = "qwen-peagle-20250601120000"
@@ -136,7 +144,7 @@ def test_delete_everything(tmp_path) -> None:
     sagemaker.add_client_error("delete_model", **GONE, expected_params={"ModelName": OLD})
     sagemaker.add_response("delete_model", {}, {"ModelName": CURRENT})
 
-    code, out, err = run_cli(["delete", "--name", ENDPOINT], connect=stubbed.connect)
+    code, out, err = run_cli(deploy_cli, ["delete", "--name", ENDPOINT], connect_to=stubbed.connect)
 
     assert code == 0, err
     stubbed.assert_done()
@@ -175,7 +183,7 @@ def test_delete_when_the_endpoint_is_already_gone() -> None:
     sagemaker.add_response("list_models", {"Models": []})
     sagemaker.add_response("delete_endpoint_config", {}, {"EndpointConfigName": OLD})
 
-    code, out, err = run_cli(["delete", "--name", ENDPOINT], connect=stubbed.connect)
+    code, out, err = run_cli(deploy_cli, ["delete", "--name", ENDPOINT], connect_to=stubbed.connect)
 
     assert code == 0, err
     stubbed.assert_done()
@@ -192,7 +200,7 @@ def test_delete_with_nothing_left() -> None:
     sagemaker.add_response("list_endpoint_configs", {"EndpointConfigs": []})
     sagemaker.add_response("list_models", {"Models": []})
 
-    code, out, _ = run_cli(["delete", "--name", ENDPOINT], connect=stubbed.connect)
+    code, out, _ = run_cli(deploy_cli, ["delete", "--name", ENDPOINT], connect_to=stubbed.connect)
 
     assert code == 0
     assert "nothing to delete" in out

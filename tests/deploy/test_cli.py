@@ -6,21 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from deploy_support import ROLE, deploy_argv, fake_pair, parse_json_stream, run_cli
 
 from deploy.clients import connect
+from tests.support.cli import fails, run_cli
+from tests.support.deploy import ROLE, deploy_argv, deploy_cli, fake_pair, parse_json_stream
 
 DRY = ("--model-gb", "31", "--dry-run")
-
-
-def fails(argv: list[str], *fragments: str, connect_to=None) -> str:
-    """Exit 2, every fragment in one error line, no traceback; the error output."""
-    code, out, err = run_cli(argv, **({"connect": connect_to} if connect_to else {}))
-    assert code == 2, (out, err)
-    lines = [line for line in err.splitlines() if line.startswith("error: ")]
-    assert any(all(f in line for f in fragments) for line in lines), err
-    assert "Traceback" not in err
-    return err
 
 
 def replace(argv: list[str], option: str, value: str) -> list[str]:
@@ -31,7 +22,9 @@ def replace(argv: list[str], option: str, value: str) -> list[str]:
 
 def test_role_that_is_not_a_role_arn() -> None:
     argv = replace(deploy_argv("--model-gb", "31"), "--role", "SageMakerExecutionRole")
-    fails(argv, "--role 'SageMakerExecutionRole' is not an IAM role ARN", "arn:aws:iam::")
+    fails(
+        deploy_cli, argv, "--role 'SageMakerExecutionRole' is not an IAM role ARN", "arn:aws:iam::"
+    )
 
 
 @pytest.mark.parametrize(
@@ -43,22 +36,37 @@ def test_role_that_is_not_a_role_arn() -> None:
     ],
 )
 def test_s3_uri_that_is_not_a_prefix(uri: str, fragment: str) -> None:
-    fails(replace(deploy_argv("--model-gb", "31"), "--target-uri", uri), "--target-uri", fragment)
+    fails(
+        deploy_cli,
+        replace(deploy_argv("--model-gb", "31"), "--target-uri", uri),
+        "--target-uri",
+        fragment,
+    )
 
 
 def test_name_over_63_characters() -> None:
-    fails(deploy_argv("--model-gb", "31", name="q" * 64), "--name", "64 characters", "at most 63")
+    fails(
+        deploy_cli,
+        deploy_argv("--model-gb", "31", name="q" * 64),
+        "--name",
+        "64 characters",
+        "at most 63",
+    )
 
 
 @pytest.mark.parametrize("name", ["qwen_peagle", "qwen.peagle", "qwen peagle", "qwen-"])
 def test_name_with_bad_characters(name: str) -> None:
     fails(
-        deploy_argv("--model-gb", "31", name=name), "--name", "characters SageMaker does not allow"
+        deploy_cli,
+        deploy_argv("--model-gb", "31", name=name),
+        "--name",
+        "characters SageMaker does not allow",
     )
 
 
 def test_instance_type_sagemaker_does_not_list() -> None:
     fails(
+        deploy_cli,
         deploy_argv("--model-gb", "31", "--instance-type", "ml.g7e.3xlarge"),
         "--instance-type 'ml.g7e.3xlarge' is not an instance type SageMaker lists",
         "ml.g7e.2xlarge",
@@ -67,6 +75,7 @@ def test_instance_type_sagemaker_does_not_list() -> None:
 
 def test_unknown_ami_version() -> None:
     fails(
+        deploy_cli,
         deploy_argv("--model-gb", "31", "--inference-ami-version", "al2-gpu-9"),
         "--inference-ami-version 'al2-gpu-9'",
     )
@@ -82,12 +91,13 @@ def test_unknown_ami_version() -> None:
     ],
 )
 def test_environment_the_container_would_not_take(pair: str, fragment: str) -> None:
-    fails(deploy_argv("--model-gb", "31", "--env", pair), fragment)
+    fails(deploy_cli, deploy_argv("--model-gb", "31", "--env", pair), fragment)
 
 
 def test_k_above_the_heads_trained_positions(tmp_path) -> None:
     target, head = fake_pair(tmp_path, trained_positions=8)
     fails(
+        deploy_cli,
         deploy_argv("--target-dir", str(target), "--head-dir", str(head), "--k", "9"),
         "--k 9",
         "trained for 8 parallel positions",
@@ -98,7 +108,7 @@ def test_k_above_the_heads_trained_positions(tmp_path) -> None:
 def test_k_within_the_trained_positions_passes_and_sizes_from_the_dirs(tmp_path) -> None:
     target, head = fake_pair(tmp_path, trained_positions=8)
     code, out, err = run_cli(
-        deploy_argv("--target-dir", str(target), "--head-dir", str(head), "--dry-run")
+        deploy_cli, deploy_argv("--target-dir", str(target), "--head-dir", str(head), "--dry-run")
     )
     assert code == 0, err
     assert "model 0.0 GB" in err
@@ -108,6 +118,7 @@ def test_k_within_the_trained_positions_passes_and_sizes_from_the_dirs(tmp_path)
 
 def test_every_problem_is_reported_at_once() -> None:
     err = fails(
+        deploy_cli,
         replace(deploy_argv("--instance-type", "ml.fake.xlarge", name="bad_name"), "--role", "r"),
         "--role",
     )
@@ -119,19 +130,36 @@ def test_no_credentials(monkeypatch) -> None:
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     fails(
-        deploy_argv("--model-gb", "31"), "no AWS credentials", "aws configure", connect_to=connect
+        deploy_cli,
+        deploy_argv("--model-gb", "31"),
+        "no AWS credentials",
+        "aws configure",
+        connect_to=connect,
     )
 
 
 def test_no_region(monkeypatch) -> None:
     monkeypatch.delenv("AWS_DEFAULT_REGION")
-    fails(["status", "--name", "qwen-peagle"], "no AWS region", "--region", connect_to=connect)
+    fails(
+        deploy_cli,
+        ["status", "--name", "qwen-peagle"],
+        "no AWS region",
+        "--region",
+        connect_to=connect,
+    )
 
 
 def test_autoscaling_options_need_each_other() -> None:
-    fails(deploy_argv("--model-gb", "31", "--autoscale"), "--autoscale needs --min-capacity")
-    fails(deploy_argv("--model-gb", "31", "--max-capacity", "2"), "only with --autoscale")
     fails(
+        deploy_cli,
+        deploy_argv("--model-gb", "31", "--autoscale"),
+        "--autoscale needs --min-capacity",
+    )
+    fails(
+        deploy_cli, deploy_argv("--model-gb", "31", "--max-capacity", "2"), "only with --autoscale"
+    )
+    fails(
+        deploy_cli,
         deploy_argv(
             *"--model-gb 31 --autoscale --min-capacity 0 --max-capacity 2 --target-value 4".split()
         ),
@@ -140,7 +168,7 @@ def test_autoscaling_options_need_each_other() -> None:
 
 
 def test_dry_run_without_a_size_asks_for_one() -> None:
-    fails(deploy_argv("--dry-run"), "--dry-run makes no calls", "--model-gb")
+    fails(deploy_cli, deploy_argv("--dry-run"), "--dry-run makes no calls", "--model-gb")
 
 
 def test_dry_run_prints_readable_json_and_needs_no_credentials(monkeypatch) -> None:
@@ -148,6 +176,7 @@ def test_dry_run_prints_readable_json_and_needs_no_credentials(monkeypatch) -> N
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     monkeypatch.delenv("AWS_DEFAULT_REGION")
     code, out, err = run_cli(
+        deploy_cli,
         deploy_argv(
             *DRY,
             "--k",
@@ -161,7 +190,7 @@ def test_dry_run_prints_readable_json_and_needs_no_credentials(monkeypatch) -> N
             "--target-value",
             "4",
         ),  # fmt: skip
-        connect=connect,
+        connect_to=connect,
     )
     assert code == 0, err
     requests = parse_json_stream(out)
@@ -187,7 +216,7 @@ def test_dry_run_prints_readable_json_and_needs_no_credentials(monkeypatch) -> N
 
 
 def test_delete_dry_run() -> None:
-    code, out, err = run_cli(["delete", "--name", "qwen-peagle", "--dry-run"])
+    code, out, err = run_cli(deploy_cli, ["delete", "--name", "qwen-peagle", "--dry-run"])
     assert code == 0, err
     operations = [r["operation"] for r in parse_json_stream(out)]
     assert operations[:5] == [
@@ -206,7 +235,7 @@ def test_delete_dry_run() -> None:
 
 
 def test_help_exits_zero(capsys) -> None:
-    code, _, _ = run_cli(["deploy", "--help"])
+    code, _, _ = run_cli(deploy_cli, ["deploy", "--help"])
     assert code == 0
     assert "--inference-component" in capsys.readouterr().out
 

@@ -8,11 +8,11 @@ import random
 
 import pytest
 from botocore.response import StreamingBody
-from deploy_support import Stubbed, client
 
 from deploy.errors import DeployFailed, UsageError
 from deploy.invoke import chat_payload, invoke, stream_texts
 from serving.sse import DataSplitter
+from tests.support.deploy import Stubbed, client
 
 PIECES = ["Deep", " learning", " is", " é", "🙂", " layers."]
 

@@ -3,54 +3,31 @@ parameters, in order, for a new endpoint, an update, and the inference-component
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import pytest
-from deploy_support import (
+
+from tests.support.cli import run_cli
+from tests.support.deploy import (
+    ACCOUNT_ARN,
+    ENDPOINT,
     HEAD_URI,
     IMAGE,
     REGION,
     ROLE,
     SPEC,
     TARGET_URI,
+    VERSIONED,
+    WHEN,
     FakeClock,
     Stubbed,
     client_error,
+    component,
     deploy_argv,
-    run_cli,
+    deploy_cli,
+    endpoint,
 )
 
-ENDPOINT = "qwen-peagle"
-VERSIONED = "qwen-peagle-20250601120000"
-ACCOUNT_ARN = "arn:aws:sagemaker:us-west-2:123456789012"
-WHEN = datetime(2025, 6, 1, 12, 0, 0)
 NOT_FOUND = client_error("ValidationException", 'Could not find endpoint "qwen-peagle".')
 VARIANT_RESOURCE = "endpoint/qwen-peagle/variant/AllTraffic"
-
-
-def endpoint(status: str, config: str = VERSIONED, **extra) -> dict:
-    return {
-        "EndpointName": ENDPOINT,
-        "EndpointArn": f"{ACCOUNT_ARN}:endpoint/{ENDPOINT}",
-        "EndpointConfigName": config,
-        "EndpointStatus": status,
-        "CreationTime": WHEN,
-        "LastModifiedTime": WHEN,
-        **extra,
-    }
-
-
-def component(status: str, **extra) -> dict:
-    return {
-        "InferenceComponentName": "qwen-peagle-ic",
-        "InferenceComponentArn": f"{ACCOUNT_ARN}:inference-component/qwen-peagle-ic",
-        "EndpointName": ENDPOINT,
-        "EndpointArn": f"{ACCOUNT_ARN}:endpoint/{ENDPOINT}",
-        "InferenceComponentStatus": status,
-        "CreationTime": WHEN,
-        "LastModifiedTime": WHEN,
-        **extra,
-    }
 
 
 def data_source(uri: str) -> dict:
@@ -120,7 +97,7 @@ def test_new_endpoint(fixed_version) -> None:
     for status in ("Creating", "Creating", "InService"):
         sagemaker.add_response("describe_endpoint", endpoint(status), {"EndpointName": ENDPOINT})
 
-    code, out, err = run_cli(deploy_argv(*ARGS), connect=stubbed.connect)
+    code, out, err = run_cli(deploy_cli, deploy_argv(*ARGS), connect_to=stubbed.connect)
 
     assert code == 0, err
     stubbed.assert_done()
@@ -195,6 +172,7 @@ def test_existing_endpoint_is_rolled_with_update(fixed_version) -> None:
     )
 
     code, out, err = run_cli(
+        deploy_cli,
         deploy_argv(
             *ARGS,
             "--autoscale",
@@ -207,7 +185,7 @@ def test_existing_endpoint_is_rolled_with_update(fixed_version) -> None:
             "--metric",
             "invocations",
         ),  # fmt: skip
-        connect=stubbed.connect,
+        connect_to=stubbed.connect,
     )
 
     assert code == 0, err
@@ -231,7 +209,7 @@ def test_failed_update_that_rolled_back_is_a_failure(fixed_version) -> None:
     reason = "The primary container for variant AllTraffic did not pass the ping health check."
     sagemaker.add_response("describe_endpoint", endpoint("InService", old, FailureReason=reason))
 
-    code, out, err = run_cli(deploy_argv(*ARGS), connect=stubbed.connect)
+    code, out, err = run_cli(deploy_cli, deploy_argv(*ARGS), connect_to=stubbed.connect)
 
     assert code == 1
     stubbed.assert_done()
@@ -328,6 +306,7 @@ def test_inference_component_with_autoscaling(fixed_version) -> None:
     )
 
     code, out, err = run_cli(
+        deploy_cli,
         deploy_argv(
             *ARGS,
             "--inference-component",
@@ -343,7 +322,7 @@ def test_inference_component_with_autoscaling(fixed_version) -> None:
             "--target-value",
             "8",
         ),  # fmt: skip
-        connect=stubbed.connect,
+        connect_to=stubbed.connect,
     )
 
     assert code == 0, err
@@ -387,7 +366,9 @@ def test_existing_component_is_updated(fixed_version) -> None:
         component("Failed", FailureReason="CUDA out of memory while loading the drafter."),
     )
 
-    code, out, err = run_cli(deploy_argv(*ARGS, "--inference-component"), connect=stubbed.connect)
+    code, out, err = run_cli(
+        deploy_cli, deploy_argv(*ARGS, "--inference-component"), connect_to=stubbed.connect
+    )
 
     assert code == 1
     stubbed.assert_done()
@@ -409,7 +390,9 @@ def test_new_endpoint_failure_names_reason_and_logs(fixed_version, status) -> No
     )
     clock = FakeClock()
 
-    code, out, err = run_cli(deploy_argv(*ARGS), connect=stubbed.connect, clock=clock)
+    code, out, err = run_cli(
+        deploy_cli, deploy_argv(*ARGS), connect_to=stubbed.connect, clock=clock
+    )
 
     assert code == 1
     stubbed.assert_done()
@@ -429,7 +412,7 @@ def test_refused_call_is_a_sentence_not_a_traceback(fixed_version) -> None:
         service_message="User is not authorized to perform: iam:PassRole",
     )
 
-    code, _, err = run_cli(deploy_argv(*ARGS), connect=stubbed.connect)
+    code, _, err = run_cli(deploy_cli, deploy_argv(*ARGS), connect_to=stubbed.connect)
 
     assert code == 1
     assert "CreateModel was refused: AccessDeniedException: User is not authorized" in err
@@ -448,7 +431,7 @@ def test_model_size_from_the_s3_listing(fixed_version) -> None:
         "describe_endpoint", "AccessDeniedException", "not authorized to DescribeEndpoint"
     )
 
-    code, _, err = run_cli(deploy_argv(), connect=stubbed.connect)
+    code, _, err = run_cli(deploy_cli, deploy_argv(), connect_to=stubbed.connect)
 
     assert code == 1
     stubbed.assert_done()

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import botocore.session
 import pytest
-from deploy_support import IMAGE, ROLE, VERSION
 
 from deploy import calls, rollout, shapes
 from deploy.calls import Call
 from deploy.plan import DEFAULT_INSTANCE_TYPE, Autoscaling, Component, Plan
 from deploy.s3 import S3Prefix
 from deploy.sizing import size_for
+from tests.support.deploy import IMAGE, ROLE, VERSION
 
 
 def plan(**changes) -> Plan:

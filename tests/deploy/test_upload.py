@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 from boto3.s3.transfer import TransferConfig
-from deploy_support import client
 from moto.server import ThreadedMotoServer
 
+from deploy.clients import connect
 from deploy.s3 import S3Prefix
 from deploy.upload import upload_pair
+from tests.support.cli import run_cli
+from tests.support.deploy import client, deploy_cli
 
 MiB = 2**20
 BASE = S3Prefix("models", "qwen/")
@@ -101,12 +103,9 @@ def test_objects_with_no_local_file_are_warned_about(s3, tmp_path) -> None:
 
 
 def test_upload_command_line(s3, s3_url, tmp_path) -> None:
-    from deploy_support import run_cli
-
-    from deploy.clients import connect
-
     target, head = make_dirs(tmp_path)
     code, out, err = run_cli(
+        deploy_cli,
         [
             "upload",
             "--target-dir",
@@ -120,7 +119,7 @@ def test_upload_command_line(s3, s3_url, tmp_path) -> None:
             "--region",
             "us-west-2",
         ],  # fmt: skip
-        connect=connect,
+        connect_to=connect,
     )
     assert code == 0, err
     assert "s3://models/qwen/model/: 2 uploaded, 0 unchanged" in out

@@ -6,11 +6,10 @@ from __future__ import annotations
 import io
 
 import pytest
-from deploy_support import FakeClock, Stubbed
-from test_rollout import endpoint
 
 from deploy.errors import DeployFailed
 from deploy.waiting import wait_for_endpoint
+from tests.support.deploy import FakeClock, Stubbed, endpoint
 
 
 def test_changes_heartbeats_and_failure() -> None:

@@ -17,9 +17,9 @@ import time
 import httpx
 import pytest
 
-from bench.container import DockerContainer
+from harness.docker import DockerContainer
 from serving import exit_codes
-from tests.conftest import DEMO_ROOT, LOG_DIR, PEAGLE_CONFIG, TRAINED, demo_env
+from tests.support.containers import DEMO_ROOT, LOG_DIR, PEAGLE_CONFIG, TRAINED, demo_env
 
 GREEDY_CHAT = {
     "messages": [{"role": "user", "content": "def fibonacci(n):"}],

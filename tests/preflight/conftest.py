@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from preflight.support import ROOT
+from harness.paths import REPO_ROOT
 
 
 @pytest.fixture(scope="session")
@@ -18,7 +18,7 @@ def demo_pair(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("demo") / "opt_ml"
     subprocess.run(
         [sys.executable, "-m", "model_data_sources", str(out)],
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         check=True,
         capture_output=True,
     )

@@ -1,6 +1,6 @@
 """Preflight as a whole: the demo passes, problems come together, and checks apply by method.
 
-`python -m serving check` is run as the container would; see support.py.
+`python -m serving check` is run as the container would; see tests/support/preflight.py.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from preflight.support import (
+from harness.paths import REPO_ROOT
+from tests.support.preflight import (
     PEAGLE,
-    ROOT,
     assert_fails,
     assert_passes,
     assert_warns,
@@ -61,7 +61,7 @@ def test_check_imports_neither_vllm_nor_torch_and_is_fast(pair):
     )
     out = subprocess.run(
         [sys.executable, "-c", probe],
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         env=clean_env(pair, PEAGLE),
         capture_output=True,
         text=True,

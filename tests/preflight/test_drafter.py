@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from preflight.support import (
+from tests.support.preflight import (
     PEAGLE,
     assert_fails,
     head_dir,

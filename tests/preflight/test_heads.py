@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from preflight.support import (
+from tests.support.preflight import (
     PEAGLE,
     assert_fails,
     assert_passes,

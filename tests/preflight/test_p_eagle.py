@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from preflight.support import (
+from tests.support.preflight import (
     assert_fails,
     assert_passes,
     assert_warns,

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from preflight.support import head_dir, to_speculators_layout
 from serving.preflight import vllm_facts
 from serving.preflight.head_layouts import parse_head_config
+from tests.support.preflight import head_dir, to_speculators_layout
 
 # Run in a subprocess: vLLM pulls in torch, which the checker must never need.
 # argv[1] is a JSON list of speculators configs to translate as vLLM does.

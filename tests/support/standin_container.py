@@ -7,7 +7,7 @@ A body may steer it, for tests: {"sleep": seconds} answers late, {"status": 400}
 error, {"echo": true} answers the request headers it got, and {"stream": true, "pause": seconds}
 waits between events.
 
-    python tests/standin_container.py --port 8090
+    python -m tests.support.standin_container --port 8090
 """
 
 from __future__ import annotations

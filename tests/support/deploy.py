@@ -1,23 +1,26 @@
 """Helpers for the deploy tests: real boto3 clients that never reach AWS, a clock that never
-sleeps, a small fake target/head pair, and running the command line in-process."""
+sleeps, a small fake target/head pair, SageMaker's descriptions of an endpoint and a component,
+and the command line as the tests run it (`run_cli(deploy_cli, argv)`, tests.support.cli)."""
 
 from __future__ import annotations
 
 import functools
-import io
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import TextIO
 
 import boto3
 import botocore.session
 from botocore.config import Config
 from botocore.stub import Stubber
-from preflight.support import write_safetensors
 
-from deploy.__main__ import run
+from deploy.__main__ import Connect, run
 from deploy.clients import Connection
 from deploy.waiting import Clock
+from tests.support.preflight import write_safetensors
 
 REGION = "us-west-2"
 NO_RETRIES = Config(retries={"max_attempts": 0})
@@ -26,6 +29,10 @@ IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/sagemaker-vllm-peagle:late
 TARGET_URI = "s3://my-bucket/qwen/model/"
 HEAD_URI = "s3://my-bucket/qwen/eagle/"
 VERSION = "20250601120000"
+ENDPOINT = "qwen-peagle"
+VERSIONED = "qwen-peagle-20250601120000"
+ACCOUNT_ARN = "arn:aws:sagemaker:us-west-2:123456789012"
+WHEN = datetime(2025, 6, 1, 12, 0, 0)
 SPEC = (
     '{"model": "/opt/ml/additional-model-data-sources/eagle", "method": "eagle3", '
     '"num_speculative_tokens": 7, "parallel_drafting": true}'
@@ -92,11 +99,15 @@ def never_connect(profile, region, endpoint_url):
     raise AssertionError("the command connected to AWS, but it should have stopped before")
 
 
-def run_cli(argv: list[str], connect=never_connect, clock: Clock | None = None):
-    """(exit code, stdout, stderr) of the command line, in-process."""
-    out, err = io.StringIO(), io.StringIO()
-    code = run(argv, out, err, connect_to=connect, clock=clock or FakeClock())
-    return code, out.getvalue(), err.getvalue()
+def deploy_cli(
+    argv: Sequence[str],
+    out: TextIO,
+    err: TextIO,
+    connect_to: Connect = never_connect,
+    clock: Clock | None = None,
+) -> int:
+    """deploy's command line kept from AWS (unless given `connect_to`) and from real sleeps."""
+    return run(argv, out, err, connect_to=connect_to, clock=clock or FakeClock())
 
 
 def deploy_argv(*extra: str, name: str = "qwen-peagle") -> list[str]:
@@ -121,6 +132,33 @@ def parse_json_stream(text: str) -> list[dict]:
         value, position = decoder.raw_decode(text, position)
         found.append(value)
     return found
+
+
+def endpoint(status: str, config: str = VERSIONED, **extra) -> dict:
+    """DescribeEndpoint's answer for ENDPOINT."""
+    return {
+        "EndpointName": ENDPOINT,
+        "EndpointArn": f"{ACCOUNT_ARN}:endpoint/{ENDPOINT}",
+        "EndpointConfigName": config,
+        "EndpointStatus": status,
+        "CreationTime": WHEN,
+        "LastModifiedTime": WHEN,
+        **extra,
+    }
+
+
+def component(status: str, **extra) -> dict:
+    """DescribeInferenceComponent's answer for ENDPOINT's component."""
+    return {
+        "InferenceComponentName": "qwen-peagle-ic",
+        "InferenceComponentArn": f"{ACCOUNT_ARN}:inference-component/qwen-peagle-ic",
+        "EndpointName": ENDPOINT,
+        "EndpointArn": f"{ACCOUNT_ARN}:endpoint/{ENDPOINT}",
+        "InferenceComponentStatus": status,
+        "CreationTime": WHEN,
+        "LastModifiedTime": WHEN,
+        **extra,
+    }
 
 
 def client_error(code: str, message: str, status: int = 400) -> dict:

@@ -1,6 +1,6 @@
 """Helpers for the preflight tests: breaking a copy of the demo pair, and running the check.
 
-Every case copies the demo pair (conftest.py), breaks one thing, and runs
+Every case copies the demo pair (tests/preflight/conftest.py), breaks one thing, and runs
 `python -m serving check` as the container would, with OPT_ML_ROOT pointing at the copy.
 None of them starts vLLM.
 """
@@ -14,9 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.host import CONTAINER_PREFIXES
+from harness.paths import REPO_ROOT
 from serving.preflight.safetensors_headers import DTYPE_BYTES
 
-ROOT = Path(__file__).resolve().parents[2]
 PEAGLE = {"method": "eagle3", "num_speculative_tokens": 3, "parallel_drafting": True}
 EXIT_BAD_CONFIG = 2
 SUMMARY = "speculation: method=eagle3 p-eagle=on K=3"
@@ -94,9 +95,7 @@ def edit_weights(root: Path, drop: tuple[str, ...] = (), **shapes: tuple[str, li
 
 def clean_env(root: Path, spec: dict | str | None, **extra: str) -> dict[str, str]:
     env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("SM_", "SAGEMAKER_", "SERVING_", "OPT_ML_ROOT", "HF_MODEL_ID"))
+        key: value for key, value in os.environ.items() if not key.startswith(CONTAINER_PREFIXES)
     }
     env["OPT_ML_ROOT"] = str(root)
     if spec is not None:
@@ -108,7 +107,7 @@ def clean_env(root: Path, spec: dict | str | None, **extra: str) -> dict[str, st
 def run_check(root: Path, spec: dict | str | None = PEAGLE, **extra: str):
     return subprocess.run(
         [sys.executable, "-m", "serving", "check"],
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         env=clean_env(root, spec, **extra),
         capture_output=True,
         text=True,

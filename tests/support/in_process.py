@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import uvicorn
 
-from bench.container import free_port
+from harness.container import free_port
 
 
 @contextlib.contextmanager

@@ -4,12 +4,9 @@ lines written the way the container and SageMaker Data Capture write them."""
 from __future__ import annotations
 
 import base64
-import io
 import json
 from pathlib import Path
 from typing import Any
-
-from capture.__main__ import run
 
 USAGE = {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13}
 METRICS = {
@@ -133,9 +130,3 @@ def write_lines(path: Path, lines: list[str]) -> Path:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = run(argv, out, err)
-    return code, out.getvalue(), err.getvalue()

@@ -7,7 +7,7 @@ does hold a virtual CPU: a watcher per CPU (pinned, nice -10) sees each hold as 
 between two wakes, so a test can tell "the product was slow" from "the machine held it",
 and a failure can say which.
 
-`python -m tests.stalls FILE CPU` is one watcher: pinned to CPU, a line per hold,
+`python -m tests.support.stalls FILE CPU` is one watcher: pinned to CPU, a line per hold,
 "start seconds", in CLOCK_MONOTONIC, which all processes share; it ends when its parent does.
 """
 
@@ -20,6 +20,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from harness.paths import REPO_ROOT
 
 TICK_SECONDS = 0.02
 # A gap this much longer than a tick is a hold; a busy two-core machine wakes a sleeper
@@ -51,8 +53,8 @@ class StallWatch:
             self._path = Path(name)
             for cpu in sorted(os.sched_getaffinity(0)):
                 watcher = subprocess.Popen(
-                    [sys.executable, "-m", "tests.stalls", name, str(cpu)],
-                    cwd=Path(__file__).parents[1],
+                    [sys.executable, "-m", "tests.support.stalls", name, str(cpu)],
+                    cwd=REPO_ROOT,
                 )
                 atexit.register(watcher.kill)
             atexit.register(self._path.unlink, missing_ok=True)

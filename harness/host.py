@@ -1,0 +1,112 @@
+"""The host backend: `entrypoint.sh serve` run on this machine as SageMaker would run it in
+the image, a process group of its own (the front, and vLLM under it)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import TYPE_CHECKING, Self
+
+from harness.container import STOP_TIMEOUT_SECONDS, Container
+from harness.paths import ENTRYPOINT, REPO_ROOT
+
+if TYPE_CHECKING:
+    import psutil
+
+# Container settings of the calling shell must not leak into a configuration under test.
+CONTAINER_PREFIXES = ("SM_", "SAGEMAKER_", "SERVING_", "OPT_ML_ROOT", "HF_MODEL_ID")
+# The demo pairs are float32; the CPU build would cast them to bfloat16, which CPUs without
+# bf16 instructions emulate slowly. The Makefile's DEMO_ENV and the compose file say the same.
+DEMO_DTYPE = "float32"
+
+
+def host_environment(enforce_eager: bool = True, **settings: str) -> dict[str, str]:
+    """This shell's environment without its container settings, the demo's defaults, then
+    `settings` (e.g. OPT_ML_ROOT, SM_VLLM_SPECULATIVE_CONFIG)."""
+    env = {
+        key: value for key, value in os.environ.items() if not key.startswith(CONTAINER_PREFIXES)
+    }
+    env.update(
+        PYTHON=sys.executable,
+        # GiB; the CPU build would otherwise reserve most of the machine for its KV cache.
+        VLLM_CPU_KVCACHE_SPACE="1",
+        SM_VLLM_MAX_MODEL_LEN="2048",
+        SM_VLLM_DTYPE=DEMO_DTYPE,
+    )
+    if enforce_eager:
+        # Skips torch.compile: a cold start takes ~40 s instead of ~100 s on two cores.
+        env["SM_VLLM_ENFORCE_EAGER"] = "true"
+    env.update(settings)
+    return env
+
+
+class HostContainer(Container):
+    """`entrypoint.sh serve` on this machine, as SageMaker would run it in the image: a process
+    group of its own (the front, and vLLM under it), output to `log_path`."""
+
+    process: subprocess.Popen | None = None  # set by start()
+
+    def command(self) -> list[str]:
+        return [str(ENTRYPOINT), "serve"]
+
+    def environment(self) -> dict[str, str]:
+        """What the process gets: `env`, and the port SageMaker would bind it to."""
+        return {**self.env, "SAGEMAKER_BIND_TO_PORT": str(self.port)}
+
+    def start(self) -> Self:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.started_at = time.monotonic()
+        with self.log_path.open("wb") as log:  # the child keeps its own descriptor
+            self.process = subprocess.Popen(
+                self.command(),
+                env=self.environment(),
+                cwd=REPO_ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        return self
+
+    def exit_code(self) -> int | None:
+        if self.process is None:
+            raise RuntimeError(f"container {self.name} was not started; call start() first.")
+        return self.process.poll()
+
+    def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> int | None:
+        if self.process is None:
+            return None
+        if self.process.poll() is not None:
+            # A front that died without its engine (SIGKILL) leaves it in the group.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            return self.process.returncode
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            return self.process.wait()
+
+    def find_engine_process(self) -> psutil.Process | None:
+        """The vLLM server: the front's child running vLLM (its other children parse bodies),
+        or None before the front has started it."""
+        import psutil
+
+        for child in psutil.Process(self.process.pid).children():
+            with contextlib.suppress(psutil.Error):
+                if "vllm" in " ".join(child.cmdline()):
+                    return child
+        return None
+
+    def engine_process(self) -> psutil.Process:
+        engine = self.find_engine_process()
+        if engine is None:
+            raise RuntimeError(f"{self.name}: the front has no vLLM child")
+        return engine
+
+    def kill_engine(self, sig: int = signal.SIGKILL) -> None:
+        os.kill(self.engine_process().pid, sig)

@@ -1,0 +1,12 @@
+"""What the tests share, one module per concept, imported as `from tests.support.X import Y`.
+
+- containers: the demo tree the suite serves and its shared containers (host or image),
+  with the probes the tests read off them; `demo_env()`, `serve_until_exit()`.
+- stalls: the watchers that tell "the product was slow" from "the machine held a CPU".
+- raw_http: HTTP as bytes on a socket, for what httpx would normalise or refuse.
+- in_process: an ASGI app served by uvicorn in a thread of the test process.
+- standin_container: the container stood in for without vLLM, to test the local runtime.
+- local_runtime: the local SageMaker Runtime in this process, and boto3's client to it.
+- cli: a laptop tool's command line run in this process; `fails()` for its usage errors.
+- preflight, deploy, capture: the helpers of tests/preflight, tests/deploy, tests/capture.
+"""

@@ -1,0 +1,26 @@
+"""The local SageMaker Runtime served in this process, and boto3's client to it."""
+
+from __future__ import annotations
+
+import boto3
+from botocore.config import Config
+
+from local_runtime.app import Runtime, create_app
+from tests.support.in_process import serving
+
+
+def local_runtime(container_url: str, **options):
+    """The runtime on a free loopback port, in this process, for the block's duration."""
+    return serving(create_app(Runtime(container_url, **options)))
+
+
+def runtime_client(url: str):
+    # Dummy credentials and no retries: every call reaches the runtime exactly once.
+    return boto3.client(
+        "sagemaker-runtime",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+        config=Config(retries={"total_max_attempts": 1}, read_timeout=120),
+    )
