@@ -15,7 +15,7 @@ import httpx
 
 from bench.configuration import Configuration, LocalContainer
 from harness.container import free_port
-from serving.engine import build_argv
+from serving.engine_args.argv import build_argv
 from serving.settings import load_settings
 
 TIMEOUT_SECONDS = 900.0

@@ -3,7 +3,7 @@ interleaved in one run (ABBA rounds) so that drift in the machine's load hits bo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench.client import RequestResult
@@ -36,8 +36,12 @@ async def measure_level(
     payloads: Sequence[dict[str, Any]],
     concurrency: int,
     rounds: int,
+    front_cpu: Callable[[], float] | None = None,
 ) -> dict[str, Any]:
+    """`front_cpu` reads the front process's CPU seconds (its own, not its children's): what
+    it spends per relayed token is the figure the machine's noise does not move."""
     batch = requests_for_level(payloads, concurrency)
+    front_cpu_seconds = 0.0
     collected: dict[str, tuple[list[RequestResult], float]] = {
         "direct": ([], 0.0),
         "front": ([], 0.0),
@@ -47,7 +51,10 @@ async def measure_level(
         if round_number % 2:
             order.reverse()
         for name, target in order:
+            cpu_before = front_cpu() if front_cpu and name == "front" else 0.0
             results, wall = await run_batch(target, batch, concurrency)
+            if front_cpu and name == "front":
+                front_cpu_seconds += front_cpu() - cpu_before
             previous, previous_wall = collected[name]
             collected[name] = (previous + results, previous_wall + wall)
     direct_summary = leg_summary(*collected["direct"])
@@ -73,6 +80,11 @@ async def measure_level(
         "added_ttft_ms_p50": added("ttft_ms_p50"),
         "added_ttft_ms_p99": added("ttft_ms_p99"),
         "throughput_ratio": throughput_ratio,
+        "front_cpu_us_per_token": (
+            front_cpu_seconds * 1e6 / front_summary["output_tokens"]
+            if front_cpu and front_summary["output_tokens"]
+            else None
+        ),
     }
 
 
@@ -82,10 +94,13 @@ async def measure_overhead(
     payloads: Sequence[dict[str, Any]],
     levels: Sequence[int],
     rounds: int,
+    front_cpu: Callable[[], float] | None = None,
 ) -> list[dict[str, Any]]:
     await warm_up(direct, payloads)
     await warm_up(front, payloads)
-    return [await measure_level(direct, front, payloads, level, rounds) for level in levels]
+    return [
+        await measure_level(direct, front, payloads, level, rounds, front_cpu) for level in levels
+    ]
 
 
 def overhead_table(results: Sequence[dict[str, Any]]) -> str:
@@ -107,6 +122,7 @@ def overhead_table(results: Sequence[dict[str, Any]]) -> str:
             number(result["added_ttft_ms_p99"], "{:+.2f}"),
             pair(result, "output_tokens_per_s"),
             number(result["throughput_ratio"], "{:.3f}"),
+            number(result.get("front_cpu_us_per_token"), "{:.0f}"),
         ]
         for result in results
     ]
@@ -121,5 +137,6 @@ def overhead_table(results: Sequence[dict[str, Any]]) -> str:
         "added TTFT p99 ms",
         "output tok/s (engine / front)",
         "throughput ratio",
+        "front CPU us per token",
     ]
     return markdown(headers, rows)

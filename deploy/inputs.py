@@ -13,7 +13,8 @@ import botocore.session
 
 from deploy.plan import Autoscaling
 from deploy.s3 import S3Prefix, parse_prefix
-from serving.settings import SPECULATIVE_CONFIG_VAR, vllm_flags_from_env
+from serving.engine_args.environment import vllm_flags_from_env
+from serving.variables import SPECULATIVE_CONFIG_VAR
 
 ROLE_ARN = r"arn:aws[a-z\-]*:iam::\d{12}:role/[\w+=,.@\-/]+"
 # What the container reads: vLLM's flags, and its own and SageMaker's settings.

@@ -17,8 +17,9 @@ def speculation_problems(
     target_dir: Path, head_dir: Path, speculative_config: dict, environment: Mapping[str, str]
 ) -> list[str]:
     """serving.preflight.check_speculation on local directories; the errors only."""
+    from serving.engine_args.environment import vllm_flags_from_env
     from serving.preflight import check_speculation
-    from serving.settings import Settings, vllm_flags_from_env
+    from serving.settings import Settings
 
     errors: list[str] = []
     warnings: list[str] = []  # advice for the container's log; not a reason to stop here

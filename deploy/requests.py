@@ -15,7 +15,7 @@ from deploy.calls import Call
 from deploy.plan import Autoscaling, Plan
 from deploy.s3 import S3Prefix
 from serving import paths
-from serving.settings import SPECULATIVE_CONFIG_VAR
+from serving.variables import SPECULATIVE_CONFIG_VAR
 
 SAGEMAKER = "sagemaker"
 AUTOSCALING = "application-autoscaling"

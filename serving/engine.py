@@ -1,4 +1,6 @@
-"""The vLLM OpenAI server as a child process on a private Unix socket: argv, start, health, stop.
+"""The vLLM OpenAI server as a child process on a private Unix socket: start, health, stop.
+
+Its command line is serving/engine_args/'s (build_argv); this module runs it.
 
 A Unix socket in a directory only this user can enter: no port to race for at start, and
 nothing else on the host or in a multi-container pipeline can reach the unauthenticated
@@ -8,11 +10,9 @@ engine, which only the front should talk to.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
-import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,7 +24,6 @@ from serving.settings import Settings
 
 log = logging.getLogger("serving.engine")
 
-VLLM_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 HEALTH_POLL_SECONDS = 0.5
 SOCKET_NAME = "engine.sock"
 AUTOGROUP_ATTEMPTS = 50
@@ -43,33 +42,6 @@ class EngineExited(RuntimeError):
 def private_socket_path() -> Path:
     """A fresh socket path in a new directory only this user may enter (mode 0700)."""
     return Path(tempfile.mkdtemp(prefix="serving-engine-")) / SOCKET_NAME
-
-
-def build_argv(settings: Settings, socket_path: Path, python: str = sys.executable) -> list[str]:
-    """The engine's command line: our fixed flags first, the user's SM_VLLM_* flags last so
-    they win where argparse takes the last value."""
-    argv = [
-        python,
-        "-m",
-        VLLM_SERVER_MODULE,
-        "--model",
-        settings.model,
-        "--uds",
-        str(socket_path),
-        # The front writes one access line per request; vLLM's would double them.
-        "--disable-uvicorn-access-log",
-        # The request id (SageMaker's inference id) comes back as a response header.
-        "--enable-request-id-headers",
-    ]
-    if settings.speculative_config is not None:
-        argv += ["--speculative-config", json.dumps(settings.speculative_config)]
-        # Each answer carries its own acceptance (metrics.speculative_decoding; a stream in
-        # its final usage chunk, when the client asks for one): the front turns it into
-        # headers and log fields.
-        argv += ["--per-request-spec-decode-metrics", "summary"]
-    if settings.tensor_parallel_size is not None:
-        argv += ["--tensor-parallel-size", str(settings.tensor_parallel_size)]
-    return argv + list(settings.engine_flags)
 
 
 def models_are_local(settings: Settings) -> bool:

@@ -18,6 +18,7 @@ from starlette.responses import Response, StreamingResponse
 from serving.answers import AnswerWatcher, with_speculation
 from serving.bodies import CLIENT_CLOSED
 from serving.capture import MAX_ANSWER_BYTES, Capture, Exchange
+from serving.engine_transport import engine_transport
 from serving.errors import AnswerCut, error_response, sse_error
 from serving.headers import RawHeaders, to_client
 from serving.logs import printable
@@ -61,12 +62,9 @@ class Relay:
 
     def __init__(self, socket_path: str, max_connections: int, capture: Capture | None = None):
         self.capture = capture
-        limits = httpx.Limits(
-            max_connections=max_connections, max_keepalive_connections=max_connections
-        )
         self.client = httpx.AsyncClient(
             base_url=ENGINE_BASE_URL,
-            transport=httpx.AsyncHTTPTransport(uds=socket_path, limits=limits),
+            transport=engine_transport(socket_path, max_connections),
             timeout=httpx.Timeout(connect=5.0, read=None, write=30.0, pool=5.0),
         )
 

@@ -16,7 +16,8 @@ import uvicorn
 from serving import exit_codes
 from serving.app import create_app
 from serving.capture import Capture
-from serving.engine import Engine, build_argv, engine_environment, private_socket_path
+from serving.engine import Engine, engine_environment, private_socket_path
+from serving.engine_args.argv import build_argv
 from serving.lifecycle import Lifecycle
 from serving.logs import printable
 from serving.protocol import FrontProtocol

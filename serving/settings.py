@@ -1,14 +1,13 @@
-"""Environment in, one validated Settings object out.
+"""Environment in, one validated Settings object out, and the wording of its errors.
 
-Every variable the container reads is named here, and nowhere else. Problems are
-collected, not raised one by one, so a user fixes a bad environment in one pass.
-Rules that hold for every variable: an empty or blank value means unset, and a yes/no
-value is spelled with the words in TRUE_WORDS and FALSE_WORDS.
+Every variable the container reads is a field here (its name in serving/variables.py when
+other modules name it too); the SM_VLLM_* ones that become vLLM flags are translated by
+serving/engine_args/. Problems are collected, not raised one by one, so a user fixes a bad
+environment in one pass. An empty or blank value means unset.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,19 +19,21 @@ from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from serving import paths
+from serving.engine_args.environment import (
+    boolean,
+    not_a_boolean,
+    served_name,
+    value_of,
+    vllm_flags_from_env,
+)
+from serving.engine_args.speculative import parse_speculative_config
 from serving.secrets import redact_mapping
-from serving.vllm_flags import MULTI_VALUE_FLAGS, NEGATABLE_FLAGS, RESERVED_FLAGS, SWITCH_FLAGS
-
-VLLM_PREFIX = "SM_VLLM_"
-SPECULATIVE_CONFIG_VAR = "SM_VLLM_SPECULATIVE_CONFIG"
-SERVED_MODEL_NAME_VAR = "SM_VLLM_SERVED_MODEL_NAME"
-# SM_VLLM_* variables the settings consume themselves instead of passing on as flags.
-CONSUMED_VLLM_VARS = {SPECULATIVE_CONFIG_VAR, "SM_VLLM_MODEL"}
-# Speculative methods whose drafter is a model directory: only they get the eagle channel.
-DRAFTER_CHANNEL_METHODS = frozenset({"eagle", "eagle3"})
-
-TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
-FALSE_WORDS = frozenset({"false", "no", "off", "0"})
+from serving.variables import (
+    HF_MODEL_ID_VAR,
+    MODEL_VAR,
+    OPT_ML_ROOT_VAR,
+    TENSOR_PARALLEL_SIZE_VAR,
+)
 
 
 class SettingsError(Exception):
@@ -41,23 +42,6 @@ class SettingsError(Exception):
     def __init__(self, problems: list[str]):
         self.problems = problems
         super().__init__("\n".join(problems))
-
-
-def boolean(word: str) -> bool:
-    """true/yes/on/1 -> True, false/no/off/0 -> False, in any case; else ValueError."""
-    word = word.strip().lower()
-    if word in TRUE_WORDS:
-        return True
-    if word in FALSE_WORDS:
-        return False
-    raise ValueError(f"{word!r} is not a yes/no word")
-
-
-def not_a_boolean(variable: str, value: str) -> str:
-    return (
-        f"{variable}={value!r} is not true or false; set it to true or false "
-        "(yes/no, on/off and 1/0 work too)."
-    )
 
 
 def zero_is_none(gpus: int | None) -> int | None:
@@ -148,116 +132,11 @@ FIELDS_BY_VARIABLE: dict[str, tuple[str, FieldInfo]] = {
 }
 
 
-def value_of(environ: Mapping[str, str], variable: str) -> str | None:
-    """The variable's value without surrounding blanks; None when unset, empty or blank."""
-    return environ.get(variable, "").strip() or None
-
-
-def flag_name(variable: str) -> str:
-    """SM_VLLM_MAX_MODEL_LEN -> max-model-len."""
-    return variable[len(VLLM_PREFIX) :].lower().replace("_", "-")
-
-
-def looks_like_json(value: str) -> bool:
-    return value[:1] in ("{", "[")
-
-
-def env_to_flags(variable: str, value: str) -> list[str]:
-    """One SM_VLLM_* variable as vLLM argv entries.
-
-    Empty -> nothing. A boolean flag takes a yes/no word: true -> `--flag`; false ->
-    `--no-flag` where vLLM has that form, else nothing. A JSON object or array -> one
-    argument, except that a flag taking several values gets each array item as its own.
-    A flag taking several values splits a plain value at whitespace. Anything else ->
-    `--flag value`. Raises ValueError with a user-facing sentence on a value that cannot
-    be right.
-    """
-    name = flag_name(variable)
-    if not name:
-        raise ValueError(f"{variable} names no vLLM flag; remove it.")
-    value = value.strip()
-    if not value:
-        return []
-    negated = name.removeprefix("no-")
-    if name in NEGATABLE_FLAGS or name in SWITCH_FLAGS or negated in NEGATABLE_FLAGS:
-        try:
-            wanted = boolean(value)
-        except ValueError:
-            raise ValueError(not_a_boolean(variable, value)) from None
-        if wanted:
-            return [f"--{name}"]
-        if negated != name:
-            return [f"--{negated}"]
-        return [f"--no-{name}"] if name in NEGATABLE_FLAGS else []
-    if looks_like_json(value):
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError as error:
-            raise ValueError(
-                f"{variable} starts like JSON but is not valid JSON ({error.msg} at "
-                f"character {error.pos}); fix the JSON or quote it as a plain string."
-            ) from None
-        if name in MULTI_VALUE_FLAGS and isinstance(parsed, list):
-            items = [item if isinstance(item, str) else json.dumps(item) for item in parsed]
-            return [f"--{name}", *items] if items else []
-        return [f"--{name}", value]
-    if name in MULTI_VALUE_FLAGS:
-        return [f"--{name}", *value.split()]
-    return [f"--{name}", value]
-
-
-def vllm_flags_from_env(environ: Mapping[str, str], problems: list[str]) -> list[str]:
-    flags: list[str] = []
-    for variable in sorted(environ):
-        if not variable.startswith(VLLM_PREFIX) or variable in CONSUMED_VLLM_VARS:
-            continue
-        name = flag_name(variable)
-        reason = RESERVED_FLAGS.get(name.removeprefix("no-"))
-        if reason:
-            problems.append(f"{variable} cannot be set: {reason}. Remove it.")
-            continue
-        try:
-            flags += env_to_flags(variable, environ[variable])
-        except ValueError as error:
-            problems.append(str(error))
-    return flags
-
-
-def parse_speculative_config(
-    environ: Mapping[str, str], drafter_dir: Path, problems: list[str]
-) -> dict[str, Any] | None:
-    raw = value_of(environ, SPECULATIVE_CONFIG_VAR)
-    if raw is None:
-        return None
-    try:
-        config = json.loads(raw)
-    except json.JSONDecodeError as error:
-        problems.append(
-            f"{SPECULATIVE_CONFIG_VAR} is not valid JSON ({error.msg} at character {error.pos}); "
-            'set it to a JSON object such as {"method": "eagle3", "num_speculative_tokens": 3, '
-            '"parallel_drafting": true}.'
-        )
-        return None
-    if not isinstance(config, dict):
-        problems.append(
-            f"{SPECULATIVE_CONFIG_VAR} is JSON but a {type(config).__name__}, not an object; "
-            'set it to an object such as {"method": "eagle3", "num_speculative_tokens": 3}.'
-        )
-        return None
-    if (
-        "model" not in config
-        and config.get("method") in DRAFTER_CHANNEL_METHODS
-        and drafter_dir.is_dir()
-    ):
-        config = {"model": str(drafter_dir), **config}
-    return config
-
-
 def resolve_model(environ: Mapping[str, str], opt_ml_root: Path, problems: list[str]) -> str:
     local = paths.model_dir(opt_ml_root)
     if (local / "config.json").is_file():
         return str(local)
-    for variable in ("SM_VLLM_MODEL", "HF_MODEL_ID"):
+    for variable in (MODEL_VAR, HF_MODEL_ID_VAR):
         named = value_of(environ, variable)
         if named:
             return named
@@ -267,15 +146,6 @@ def resolve_model(environ: Mapping[str, str], opt_ml_root: Path, problems: list[
         "of the two variables."
     )
     return str(local)
-
-
-def served_name(environ: Mapping[str, str], model: str) -> str:
-    """The name vLLM reports first: the first of SM_VLLM_SERVED_MODEL_NAME's names."""
-    try:
-        names = env_to_flags(SERVED_MODEL_NAME_VAR, environ.get(SERVED_MODEL_NAME_VAR, ""))[1:]
-    except ValueError:  # reported by vllm_flags_from_env
-        names = []
-    return names[0] if names else model
 
 
 def allowed_range(field: FieldInfo) -> str:
@@ -326,7 +196,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if environ is None else environ
     problems: list[str] = []
 
-    opt_ml_root = Path(value_of(env, "OPT_ML_ROOT") or paths.DEFAULT_OPT_ML_ROOT).absolute()
+    opt_ml_root = Path(value_of(env, OPT_ML_ROOT_VAR) or paths.DEFAULT_OPT_ML_ROOT).absolute()
     drafter_dir = paths.channel_dir(opt_ml_root)
     model = resolve_model(env, opt_ml_root, problems)
     speculative_config = parse_speculative_config(env, drafter_dir, problems)
@@ -337,7 +207,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         for variable in FIELDS_BY_VARIABLE
         if (value := value_of(env, variable)) is not None
     }
-    if value_of(env, "SM_VLLM_TENSOR_PARALLEL_SIZE") is not None:
+    if value_of(env, TENSOR_PARALLEL_SIZE_VAR) is not None:
         variables.pop("SM_NUM_GPUS", None)  # the user's flag wins over the GPU count
     try:
         settings = Settings(

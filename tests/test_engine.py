@@ -12,7 +12,8 @@ from pathlib import Path
 import httpx
 import psutil
 
-from serving.engine import Engine, build_argv, engine_environment
+from serving.engine import Engine, engine_environment
+from serving.engine_args.argv import build_argv
 from serving.settings import load_settings
 
 SOCKET = Path("/run/engine.sock")

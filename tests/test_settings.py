@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from serving.settings import SettingsError, env_to_flags, load_settings
+from serving.engine_args.environment import env_to_flags
+from serving.settings import SettingsError, load_settings
 
 DRAFTER_CHANNEL_PATH = Path("additional-model-data-sources") / "eagle"
 

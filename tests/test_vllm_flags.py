@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from serving.vllm_flags import (
+from serving.engine_args.flags import (
     MULTI_VALUE_FLAGS,
     NEGATABLE_FLAGS,
     RESERVED_FLAGS,

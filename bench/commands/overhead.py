@@ -49,6 +49,19 @@ class EngineSocketTarget:
         await self.http.aclose()
 
 
+def process_cpu(container: Any):
+    """CPU seconds of the container's front process, user and system (children not counted)."""
+    import psutil
+
+    front = psutil.Process(container.process.pid)
+
+    def seconds() -> float:
+        times = front.cpu_times()
+        return times.user + times.system
+
+    return seconds
+
+
 def add_parser(commands: Any) -> None:
     parser = add_command(
         commands, "overhead", command, "front overhead against the bare engine", 64
@@ -87,6 +100,8 @@ def command(args: argparse.Namespace) -> int:
                 "'engine on unix:PATH'), or --start CONFIG."
             )
 
+        front_cpu = None if container is None or args.runtime_url else process_cpu(container)
+
         async def measure() -> list[dict[str, Any]]:
             connections = max(args.concurrency) + 8
             front = UrlTarget(
@@ -102,7 +117,7 @@ def command(args: argparse.Namespace) -> int:
                 direct = EngineSocketTarget(engine_socket, connections)
             try:
                 return await measure_overhead(
-                    direct, front, payloads, args.concurrency, args.rounds
+                    direct, front, payloads, args.concurrency, args.rounds, front_cpu
                 )
             finally:
                 await direct.aclose()

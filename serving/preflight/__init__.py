@@ -15,19 +15,20 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from serving.engine_args.flags import shortcut_flags
 from serving.preflight.cpu_build import check_cpu_preload
 from serving.preflight.drafter import load_head, local_drafter_dir, read_head_config
 from serving.preflight.heads import check_head, check_not_an_eagle3_head
 from serving.preflight.shared_memory import check_shared_memory
-from serving.preflight.speculative_config import (
-    Speculation,
-    check_speculative_config,
-    shortcut_flags,
-)
+from serving.preflight.speculative_config import Speculation, check_speculative_config
 from serving.preflight.target import check_target_architecture, load_target
 from serving.preflight.vllm_facts import MODEL_FREE_METHODS, SPECULATIVE_METHODS
-from serving.settings import SPECULATIVE_CONFIG_VAR, Settings
+from serving.variables import SPECULATIVE_CONFIG_VAR
+
+if TYPE_CHECKING:  # only for annotations: the checks need no pydantic
+    from serving.settings import Settings
 
 __all__ = ["Report", "check", "check_speculation"]
 

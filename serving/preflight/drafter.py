@@ -9,7 +9,9 @@ channel that SageMaker mounts).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from serving.engine_args.speculative import DRAFTER_CHANNEL_METHODS
 from serving.preflight.files import CONFIG_FILE, UnreadableFile, read_json_object
 from serving.preflight.head_config import HeadConfig
 from serving.preflight.head_layouts import parse_head_config
@@ -21,7 +23,10 @@ from serving.preflight.vllm_facts import (
     SPECULATIVE_METHODS,
     TARGET_CHECKPOINT_METHODS,
 )
-from serving.settings import SPECULATIVE_CONFIG_VAR, Settings
+from serving.variables import SPECULATIVE_CONFIG_VAR
+
+if TYPE_CHECKING:  # only for annotations: the checks need no pydantic
+    from serving.settings import Settings
 
 
 def local_drafter_dir(
@@ -77,7 +82,7 @@ def local_drafter_dir(
 
 def missing_drafter(method: str, settings: Settings) -> str:
     """The sentence for a method that needs a drafter but was given none."""
-    if method not in ("eagle", "eagle3"):
+    if method not in DRAFTER_CHANNEL_METHODS:
         return (
             f'{SPECULATIVE_CONFIG_VAR}: "method": "{method}" drafts with a model of its own, '
             'but names no "model"; set "model" to its directory or Hugging Face id.'

@@ -19,7 +19,7 @@ from serving.preflight.safetensors_headers import Tensor, find_tensor
 from serving.preflight.speculative_config import Speculation, describe
 from serving.preflight.target import Target
 from serving.preflight.vllm_facts import SPECULATORS_ARCHITECTURES
-from serving.settings import SPECULATIVE_CONFIG_VAR
+from serving.variables import SPECULATIVE_CONFIG_VAR
 
 
 def check_head(

@@ -14,10 +14,13 @@ from __future__ import annotations
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from serving.engine_args.flags import flag_value
 from serving.preflight.cpu_build import is_cpu_build
-from serving.settings import Settings
-from serving.vllm_flags import flag_value
+
+if TYPE_CHECKING:  # only for annotations: the checks need no pydantic
+    from serving.settings import Settings
 
 MIB = 2**20
 SHM_PATH = Path("/dev/shm")

@@ -19,8 +19,7 @@ from serving.preflight.vllm_facts import (
     SPECULATIVE_METHODS,
     TARGET_CHECKPOINT_METHODS,
 )
-from serving.settings import SPECULATIVE_CONFIG_VAR, VLLM_PREFIX
-from serving.vllm_flags import SPECULATIVE_SHORTCUT_FLAGS
+from serving.variables import SPECULATIVE_CONFIG_VAR
 
 
 @dataclass
@@ -54,22 +53,6 @@ class Speculation:
             f"drafter={self.drafter} aux_layers={self.aux_layers} "
             f"draft_vocab={self.draft_vocab_size or '?'}"
         )
-
-
-def shortcut_flags(engine_flags: tuple[str, ...]) -> list[tuple[str, str]]:
-    """(variable, value) for each SM_VLLM_SPEC_* shortcut among the engine flags."""
-    found = []
-    for position, flag in enumerate(engine_flags):
-        name = flag[2:].split("=", 1)[0]
-        if flag.startswith("--") and name in SPECULATIVE_SHORTCUT_FLAGS:
-            if "=" in flag:
-                value = flag.split("=", 1)[1]
-            elif position + 1 < len(engine_flags):
-                value = engine_flags[position + 1]
-            else:
-                value = ""
-            found.append((VLLM_PREFIX + name.upper().replace("-", "_"), value))
-    return found
 
 
 def describe(value: Any) -> str:

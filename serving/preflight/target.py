@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from serving.engine_args.flags import flag_value
 from serving.preflight.files import CONFIG_FILE, UnreadableFile, read_json_object
 from serving.preflight.vllm_facts import AUX_HIDDEN_STATE_METHODS, EAGLE3_TARGET_ARCHITECTURES
-from serving.settings import SPECULATIVE_CONFIG_VAR, Settings
-from serving.vllm_flags import flag_value
+from serving.variables import SPECULATIVE_CONFIG_VAR
+
+if TYPE_CHECKING:  # only for annotations: the checks need no pydantic
+    from serving.settings import Settings
 
 
 @dataclass(frozen=True)

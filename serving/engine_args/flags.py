@@ -9,6 +9,8 @@ tests instead of the endpoint.
 
 from __future__ import annotations
 
+from serving.variables import VLLM_PREFIX
+
 # Flags the container itself owns: setting them through SM_VLLM_* would break the front.
 RESERVED_FLAGS = {
     "host": "the engine listens on a private socket only, behind the front",
@@ -46,6 +48,17 @@ def flag_value(engine_flags: tuple[str, ...], *names: str) -> str | None:
 # Shortcut flags for the speculative config: vLLM rejects them when --speculative-config
 # sets the same key, and the preflight refuses any mix (one source of truth).
 SPECULATIVE_SHORTCUT_FLAGS = ("spec-method", "spec-model", "spec-tokens")
+
+
+def shortcut_flags(engine_flags: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(variable, value) for each SM_VLLM_SPEC_* shortcut among the engine flags."""
+    found = []
+    for name in SPECULATIVE_SHORTCUT_FLAGS:
+        value = flag_value(engine_flags, f"--{name}")
+        if value is not None:
+            found.append((VLLM_PREFIX + name.upper().replace("-", "_"), value))
+    return found
+
 
 SWITCH_FLAGS = frozenset(
     {

@@ -1,0 +1,10 @@
+"""The one owner of the engine's command line.
+
+- `environment`: SM_VLLM_* variables -> vLLM flags (booleans, lists, JSON, reserved flags).
+- `flags`: facts about vLLM's flags (checked against the installed vLLM by the tests), and
+  the lookup of a flag's value among the engine flags.
+- `speculative`: SM_VLLM_SPECULATIVE_CONFIG parsed, its drafter filled in from the channel.
+- `argv`: the whole command line the front starts vLLM with.
+
+The variable names are in serving/variables.py, which imports nothing, for the laptop tools.
+"""

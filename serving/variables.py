@@ -1,0 +1,19 @@
+"""The names of the environment variables the container reads, and nothing else.
+
+No imports: the laptop tools (deploy, bench) and the preflight name a variable without
+pulling in pydantic or the settings model. What each variable means is in settings.py
+(the container's own) and engine_args/ (the SM_VLLM_* ones that become vLLM flags).
+"""
+
+# Every SM_VLLM_<NAME> becomes vLLM's --<name> flag, except those consumed below.
+VLLM_PREFIX = "SM_VLLM_"
+SPECULATIVE_CONFIG_VAR = "SM_VLLM_SPECULATIVE_CONFIG"
+SERVED_MODEL_NAME_VAR = "SM_VLLM_SERVED_MODEL_NAME"
+TENSOR_PARALLEL_SIZE_VAR = "SM_VLLM_TENSOR_PARALLEL_SIZE"
+# The target by name when /opt/ml/model holds none.
+MODEL_VAR = "SM_VLLM_MODEL"
+HF_MODEL_ID_VAR = "HF_MODEL_ID"
+# Where the /opt/ml tree is (tests and `make serve` point it at a demo tree).
+OPT_ML_ROOT_VAR = "OPT_ML_ROOT"
+# SM_VLLM_* variables the settings consume themselves instead of passing on as flags.
+CONSUMED_VLLM_VARS = frozenset({SPECULATIVE_CONFIG_VAR, MODEL_VAR})
