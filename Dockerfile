@@ -30,7 +30,7 @@ COPY --chmod=755 entrypoint.sh /usr/local/bin/entrypoint.sh
 # one module is copied for it, so the layer stays cached while the rest of the code changes.
 WORKDIR /opt/program
 COPY serving/model_info_cache.py /tmp/model_info_cache.py
-RUN python3 /tmp/model_info_cache.py && rm /tmp/model_info_cache.py
+RUN python3 -I /tmp/model_info_cache.py && rm /tmp/model_info_cache.py
 
 # The front only: the benchmark and the demo-model trainer stay out of the image. Our code is
 # the last layer, so a code change rebuilds in seconds.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -25,6 +26,21 @@ from serving.relay import Relay
 from serving.settings import Settings
 
 log = logging.getLogger("serving.server")
+
+# The uvicorn versions whose internals the front's overrides were read from (handle_exit and
+# _captured_signals here, send_400_response in protocol.py); pyproject.toml pins the same
+# range and tests/test_uvicorn_hooks.py checks both against the installed uvicorn.
+TESTED_UVICORN = ("0.54", "0.55")
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+
+
+def uvicorn_is_tested(version: str) -> bool:
+    low, high = TESTED_UVICORN
+    return version_tuple(low) <= version_tuple(version) < version_tuple(high)
+
 
 # Connections left open after the drain (idle keep-alives, a stream past the drain limit)
 # get this long before uvicorn closes them.
@@ -86,6 +102,15 @@ def open_capture(settings: Settings) -> Capture | None:
 
 
 def serve(settings: Settings) -> int:
+    if not uvicorn_is_tested(uvicorn.__version__):
+        low, high = TESTED_UVICORN
+        log.warning(
+            "uvicorn %s is outside the range the front was tested with (>=%s,<%s); SIGTERM "
+            "draining and JSON answers to malformed HTTP rely on its internals.",
+            uvicorn.__version__,
+            low,
+            high,
+        )
     try:
         front_socket = bind(settings.host, settings.port)
     except OSError as error:
