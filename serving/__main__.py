@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 
 from serving import exit_codes, logs, preflight
@@ -14,13 +13,18 @@ log = logging.getLogger("serving")
 
 
 def checked_settings() -> Settings | None:
-    """Settings and preflight; prints every problem and returns None when start-up must stop."""
+    """Settings and preflight; prints every problem and returns None when start-up must stop.
+
+    Logs go out in the format the settings ask for (SERVING_LOG_FORMAT), their own problems
+    included."""
     try:
         settings = load_settings()
     except SettingsError as error:
+        logs.configure(error.log_format)
         for problem in error.problems:
             log.error("%s", problem)
         return None
+    logs.configure(settings.log_format)
     report = preflight.check(settings)
     for warning in report.warnings:
         log.warning("%s", warning)
@@ -34,10 +38,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m serving", description=__doc__)
     parser.add_argument("command", choices=["serve", "check"])
     args = parser.parse_args(argv)
-    # JSON logs are asked for before the settings are read, so their own errors are JSON too.
-    logs.configure(
-        "json" if os.environ.get("SERVING_LOG_FORMAT", "").lower() == "json" else "plain"
-    )
     settings = checked_settings()
     if settings is None:
         log.error("start-up stopped before loading any weights; fix the problems above.")

@@ -6,6 +6,10 @@ import json
 import logging
 import sys
 from datetime import UTC, datetime
+from typing import Literal
+
+LOG_FORMAT_VAR = "SERVING_LOG_FORMAT"
+LogFormat = Literal["plain", "json"]
 
 PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # Request fields attached by the access log (`extra={"fields": {...}}`).
@@ -26,7 +30,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
-def configure(log_format: str = "plain") -> None:
+def configure(log_format: LogFormat = "plain") -> None:
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(
         JsonFormatter() if log_format == "json" else logging.Formatter(PLAIN_FORMAT)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, get_args
 
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationError
 from pydantic.fields import FieldInfo
@@ -27,6 +27,7 @@ from serving.engine_args.environment import (
     vllm_flags_from_env,
 )
 from serving.engine_args.speculative import parse_speculative_config
+from serving.logs import LOG_FORMAT_VAR, LogFormat
 from serving.secrets import redact_mapping
 from serving.variables import (
     HF_MODEL_ID_VAR,
@@ -39,8 +40,10 @@ from serving.variables import (
 class SettingsError(Exception):
     """One or more problems with the environment; each is a sentence a user can act on."""
 
-    def __init__(self, problems: list[str]):
+    def __init__(self, problems: list[str], log_format: LogFormat = "plain"):
         self.problems = problems
+        # The log format asked for, when it was a valid one: the problems are logged in it.
+        self.log_format = log_format
         super().__init__("\n".join(problems))
 
 
@@ -85,8 +88,8 @@ class Settings(BaseSettings):
         30.0, validation_alias="SERVING_BODY_TIMEOUT_SECONDS", gt=0, examples=[30]
     )
     engine_niceness: int = Field(10, validation_alias="SERVING_ENGINE_NICE", ge=0, le=19)
-    log_format: Annotated[Literal["plain", "json"], BeforeValidator(str.lower)] = Field(
-        "plain", validation_alias="SERVING_LOG_FORMAT"
+    log_format: Annotated[LogFormat, BeforeValidator(str.lower)] = Field(
+        "plain", validation_alias=LOG_FORMAT_VAR
     )
     log_bodies: Annotated[bool, BeforeValidator(boolean)] = Field(
         False, validation_alias="SERVING_LOG_BODIES"
@@ -223,5 +226,6 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         problems += [explain(error) for error in invalid.errors()]
 
     if problems:
-        raise SettingsError(problems)
+        requested = (value_of(env, LOG_FORMAT_VAR) or "").lower()
+        raise SettingsError(problems, requested if requested in get_args(LogFormat) else "plain")
     return settings

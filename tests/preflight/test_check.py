@@ -177,3 +177,20 @@ def test_eagle3_head_under_another_method_fails(pair, method):
 def test_eagle3_head_under_method_eagle_fails(demo_pair):
     spec = {"method": "eagle", "num_speculative_tokens": 3}
     assert_fails(run_check(demo_pair, spec), '"method" is "eagle"', "EAGLE-3 head")
+
+
+# --- the log format of start-up problems ---------------------------------------------------------
+
+
+def test_settings_problems_are_logged_in_the_format_asked_for(demo_pair):
+    result = run_check(demo_pair, SERVING_LOG_FORMAT="json", SERVING_DRAIN_SECONDS="-1")
+    assert result.returncode != 0
+    entries = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    errors = [entry["message"] for entry in entries if entry["level"] == "ERROR"]
+    assert any("SERVING_DRAIN_SECONDS='-1'" in message for message in errors), entries
+
+
+def test_an_unknown_log_format_is_named_in_plain_lines(demo_pair):
+    result = run_check(demo_pair, SERVING_LOG_FORMAT="xml")
+    assert result.returncode != 0
+    assert " ERROR serving: SERVING_LOG_FORMAT='xml' is not 'plain' or 'json'" in result.stdout
