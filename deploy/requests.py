@@ -154,17 +154,25 @@ def component_specification(plan: Plan) -> dict[str, Any]:
     }
 
 
+def component_settings(plan: Plan) -> dict[str, Any]:
+    """What creating and updating the inference component both send."""
+    assert plan.component is not None
+    return {
+        "InferenceComponentName": plan.component.name,
+        "Specification": component_specification(plan),
+        "RuntimeConfig": {"CopyCount": plan.component.copies},
+    }
+
+
 def create_inference_component(plan: Plan) -> Call:
     assert plan.component is not None
     return Call(
         SAGEMAKER,
         "CreateInferenceComponent",
         {
-            "InferenceComponentName": plan.component.name,
+            **component_settings(plan),
             "EndpointName": plan.endpoint_name,
             "VariantName": names.VARIANT_NAME,
-            "Specification": component_specification(plan),
-            "RuntimeConfig": {"CopyCount": plan.component.copies},
         },
     )
 
@@ -174,11 +182,7 @@ def update_inference_component(plan: Plan) -> Call:
     return Call(
         SAGEMAKER,
         "UpdateInferenceComponent",
-        {
-            "InferenceComponentName": plan.component.name,
-            "Specification": component_specification(plan),
-            "RuntimeConfig": {"CopyCount": plan.component.copies},
-        },
+        component_settings(plan),
     )
 
 

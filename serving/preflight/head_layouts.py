@@ -83,6 +83,35 @@ def fc_aux_states(
     return DEFAULT_NUM_AUX_HIDDEN_STATES, "vLLM's default"
 
 
+def sizes(
+    layer: dict[str, Any], merged: dict[str, Any], path: Path, problems: list[str]
+) -> dict[str, int | None]:
+    """The head's sizes: its layer's own, and the target's and draft vocabulary's as vLLM
+    reads them (the same config for a native head; speculators' merged one otherwise)."""
+    return {
+        "hidden_size": number(layer, "hidden_size", path, problems),
+        "target_hidden_size": number(merged, "target_hidden_size", path, problems),
+        "vocab_size": number(layer, "vocab_size", path, problems),
+        "draft_vocab_size": number(merged, "draft_vocab_size", path, problems),
+    }
+
+
+def aux_facts(
+    module: str | None, config: dict[str, Any], eagle_config: dict[str, Any], ids_key: str, ids: Any
+) -> dict[str, Any]:
+    """What the head says about the target's aux hidden states, read alike in both layouts."""
+    fc_states, fc_source = fc_aux_states(
+        module, config, eagle_config, config.get("eagle_aux_hidden_state_layer_ids")
+    )
+    return {
+        "aux_layer_ids": ids or None,
+        "aux_layer_ids_key": ids_key if ids else None,
+        "fc_aux_states": fc_states,
+        "fc_aux_source": fc_source,
+        "uses_aux_hidden_states": eagle_config.get("use_aux_hidden_state", True) is not False,
+    }
+
+
 def parse_head_config(raw: dict[str, Any], path: Path, problems: list[str]) -> HeadConfig:
     """Read a head's config.json (either layout) the way vLLM 0.32 does."""
     if "speculators_model_type" in raw or "speculators_config" in raw:
@@ -107,9 +136,6 @@ def parse_native_config(raw: dict[str, Any], path: Path, problems: list[str]) ->
     if not ids and eagle_config.get("eagle_aux_hidden_state_layer_ids"):
         ids_key = "eagle_config.eagle_aux_hidden_state_layer_ids"
         ids = eagle_config["eagle_aux_hidden_state_layer_ids"]
-    fc_states, fc_source = fc_aux_states(
-        module, raw, eagle_config, raw.get("eagle_aux_hidden_state_layer_ids")
-    )
     mask_key, mask_id = first_key(raw, MASK_TOKEN_KEYS)
     dflash_config = raw.get("dflash_config")
     if isinstance(dflash_config, dict) and "mask_token_id" in dflash_config:
@@ -122,15 +148,8 @@ def parse_native_config(raw: dict[str, Any], path: Path, problems: list[str]) ->
         architectures=names,
         drafter_architecture=drafter_architecture,
         drafter_module=module,
-        hidden_size=number(raw, "hidden_size", path, problems),
-        target_hidden_size=number(raw, "target_hidden_size", path, problems),
-        vocab_size=number(raw, "vocab_size", path, problems),
-        draft_vocab_size=number(raw, "draft_vocab_size", path, problems),
-        aux_layer_ids=ids or None,
-        aux_layer_ids_key=ids_key if ids else None,
-        fc_aux_states=fc_states,
-        fc_aux_source=fc_source,
-        uses_aux_hidden_states=eagle_config.get("use_aux_hidden_state", True) is not False,
+        **sizes(raw, raw, path, problems),
+        **aux_facts(module, raw, eagle_config, ids_key, ids),
         mask_token_key=mask_key,
         mask_token_id=mask_id,
         trained_positions_key=trained_key,
@@ -173,9 +192,6 @@ def parse_speculators_config(raw: dict[str, Any], path: Path, problems: list[str
     if not ids and eagle_config.get("eagle_aux_hidden_state_layer_ids"):
         ids_key = "transformer_layer_config.eagle_config.eagle_aux_hidden_state_layer_ids"
         ids = eagle_config["eagle_aux_hidden_state_layer_ids"]
-    fc_states, fc_source = fc_aux_states(
-        module, merged, eagle_config, merged.get("eagle_aux_hidden_state_layer_ids")
-    )
     if kind == "peagle":
         # vLLM maps a peagle head's top-level mask_token_id to pard_token.
         mask_key, mask_id = ("mask_token_id", raw.get("mask_token_id"))
@@ -199,15 +215,8 @@ def parse_speculators_config(raw: dict[str, Any], path: Path, problems: list[str
         architectures=tuple(str(a) for a in raw.get("architectures") or ()),
         drafter_architecture=drafter_architecture,
         drafter_module=module,
-        hidden_size=number(layer_config, "hidden_size", path, problems),
-        target_hidden_size=number(merged, "target_hidden_size", path, problems),
-        vocab_size=number(layer_config, "vocab_size", path, problems),
-        draft_vocab_size=number(merged, "draft_vocab_size", path, problems),
-        aux_layer_ids=ids or None,
-        aux_layer_ids_key=ids_key if ids else None,
-        fc_aux_states=fc_states,
-        fc_aux_source=fc_source,
-        uses_aux_hidden_states=eagle_config.get("use_aux_hidden_state", True) is not False,
+        **sizes(layer_config, merged, path, problems),
+        **aux_facts(module, merged, eagle_config, ids_key, ids),
         mask_token_key=mask_key,
         mask_token_id=mask_id,
         trained_positions_key=trained_key,
