@@ -1,4 +1,4 @@
-"""The front end to end: real vLLM (CPU build) with P-EAGLE behind the real FastAPI front."""
+"""The front end to end: real vLLM (CPU build) with P-EAGLE behind the real front (Starlette on uvicorn)."""
 
 from __future__ import annotations
 
