@@ -1,18 +1,17 @@
 """The HTTP front: SageMaker's routes and the engine's allow-listed OpenAI API. Handlers only.
 
 Which route a request names, and which methods it takes, is `routes.py`'s table, matched
-once by the gate; `FrontApp` answers 404 and 405 from that match and calls the handler.
+once by the gate; `routes.Router` answers 404 and 405 from that match and calls these.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 
 from prometheus_client import generate_latest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from serving import invocations
 from serving.bodies import read_body
@@ -27,16 +26,11 @@ from serving.metrics import FrontMetrics
 from serving.payload_parser import PayloadParser
 from serving.record import record_of
 from serving.relay import Relay
-from serving.routes import FRONT_ROUTES, raw_path
+from serving.routes import FRONT_ROUTES, Router, raw_path
 from serving.settings import Settings
 
 log = logging.getLogger("serving.app")
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
-NO_ROUTE = (
-    "no such route; the container serves GET /ping, POST /invocations, GET /metrics "
-    "and the OpenAI API under /v1 (e.g. POST /v1/chat/completions)."
-)
-Handler = Callable[[Request], Awaitable[Response]]
 
 
 def engine_headers(request: Request, replace: dict[bytes, bytes] | None = None):
@@ -62,57 +56,6 @@ def refused(error: RequestRefused) -> Response:
     return error_response(
         error.status, error.message, headers={"Connection": "close"} if unread else None
     )
-
-
-class FrontApp:
-    """ASGI: the lifespan (start and stop the front's parts) and the dispatch by route."""
-
-    def __init__(
-        self,
-        handlers: dict[str, Handler],
-        relayed: Handler,
-        startup: Callable[[], None],
-        shutdown: Callable[[], Awaitable[None]],
-    ):
-        self.handlers = handlers
-        self.relayed = relayed
-        self.startup = startup
-        self.shutdown = shutdown
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await self.lifespan(receive, send)
-        elif scope["type"] == "http":
-            response = await self.dispatch(Request(scope, receive))
-            await response(scope, receive, send)
-        elif scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1000})
-
-    async def dispatch(self, request: Request) -> Response:
-        route = record_of(request.scope).route
-        if route is None:
-            return error_response(404, NO_ROUTE)
-        if request.method not in route.methods:
-            allowed = ", ".join(route.methods)
-            return error_response(
-                405, f"{route.label} takes {allowed}.", headers={"Allow": allowed}
-            )
-        handler = self.relayed if route.relayed else self.handlers[route.label]
-        return await handler(request)
-
-    async def lifespan(self, receive: Receive, send: Send) -> None:
-        await receive()  # lifespan.startup
-        try:
-            self.startup()
-        except Exception as error:
-            await send({"type": "lifespan.startup.failed", "message": repr(error)})
-            raise
-        await send({"type": "lifespan.startup.complete"})
-        await receive()  # lifespan.shutdown
-        try:
-            await self.shutdown()
-        finally:
-            await send({"type": "lifespan.shutdown.complete"})
 
 
 def create_app(
@@ -195,7 +138,7 @@ def create_app(
 
     handlers = {"/ping": ping, "/invocations": invoke, "/metrics": prometheus_metrics}
     assert handlers.keys() == FRONT_ROUTES.keys(), "every front route needs its handler"
-    front = FrontApp(handlers, engine_route, startup, shutdown)
+    front = Router(handlers, engine_route, startup, shutdown)
     gate = RequestGate(
         front,
         lifecycle=lifecycle,

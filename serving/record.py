@@ -11,10 +11,7 @@ from dataclasses import dataclass
 from starlette.types import Scope
 
 from serving.answers import Speculation
-from serving.routes import Route
-
-# The record's one key in the ASGI scope.
-SCOPE_KEY = "serving.record"
+from serving.routes import SCOPE_KEY, Route
 
 
 @dataclass(slots=True)

@@ -12,7 +12,22 @@ matched is forwarded byte for byte, never decoded and rebuilt.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from serving.errors import error_response
+
+NO_ROUTE = (
+    "no such route; the container serves GET /ping, POST /invocations, GET /metrics "
+    "and the OpenAI API under /v1 (e.g. POST /v1/chat/completions)."
+)
+# Where the gate puts the request's record (serving/record.py) in the ASGI scope.
+SCOPE_KEY = "serving.record"
+Handler = Callable[[Request], Awaitable[Response]]
 
 # One path parameter: unreserved characters only, so nothing encoded and no separator.
 PARAMETER = r"[A-Za-z0-9_~:-][A-Za-z0-9_.~:-]*"
@@ -79,3 +94,55 @@ def match(raw_path: bytes) -> Route | None:
 def raw_path(scope: dict) -> bytes:
     """The request's path as the client sent it (undecoded, without the query)."""
     return scope.get("raw_path") or scope["path"].encode("utf-8", errors="surrogateescape")
+
+
+class Router:
+    """ASGI: the dispatch by the gate's match (404, 405, or the route's handler), and the
+    lifespan (start and stop the front's parts)."""
+
+    def __init__(
+        self,
+        handlers: dict[str, Handler],
+        relayed: Handler,
+        startup: Callable[[], None],
+        shutdown: Callable[[], Awaitable[None]],
+    ):
+        self.handlers = handlers
+        self.relayed = relayed
+        self.startup = startup
+        self.shutdown = shutdown
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.lifespan(receive, send)
+        elif scope["type"] == "http":
+            response = await self.dispatch(Request(scope, receive))
+            await response(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1000})
+
+    async def dispatch(self, request: Request) -> Response:
+        route = request.scope[SCOPE_KEY].route
+        if route is None:
+            return error_response(404, NO_ROUTE)
+        if request.method not in route.methods:
+            allowed = ", ".join(route.methods)
+            return error_response(
+                405, f"{route.label} takes {allowed}.", headers={"Allow": allowed}
+            )
+        handler = self.relayed if route.relayed else self.handlers[route.label]
+        return await handler(request)
+
+    async def lifespan(self, receive: Receive, send: Send) -> None:
+        await receive()  # lifespan.startup
+        try:
+            self.startup()
+        except Exception as error:
+            await send({"type": "lifespan.startup.failed", "message": repr(error)})
+            raise
+        await send({"type": "lifespan.startup.complete"})
+        await receive()  # lifespan.shutdown
+        try:
+            await self.shutdown()
+        finally:
+            await send({"type": "lifespan.shutdown.complete"})
