@@ -122,6 +122,7 @@ def test_custom_attributes_are_forwarded_verbatim():
     from starlette.requests import Request
 
     from serving.app import engine_headers
+    from serving.record import SCOPE_KEY, RequestRecord
 
     attributes = "trace=abc,user=42;" + "x" * 1000
     scope = {
@@ -132,7 +133,7 @@ def test_custom_attributes_are_forwarded_verbatim():
             (b"connection", b"keep-alive"),
             (b"content-length", b"12"),
         ],
-        "state": {"request_id": b"rid-1"},
+        SCOPE_KEY: RequestRecord(b"rid-1", None, 0.0, 0.0),
     }
     headers = dict(engine_headers(Request(scope)))
     assert headers[b"x-amzn-sagemaker-custom-attributes"] == attributes.encode()
