@@ -41,13 +41,23 @@ def restore(kind: str, key: str, out: Path) -> bool:
     cached = entry(kind, key)
     if cached is None or not cached.is_dir():
         return False
-    out.mkdir(parents=True, exist_ok=True)
-    for name in CONTENTS:
-        source = cached / name
-        if source.is_dir():
-            shutil.copytree(source, out / name, dirs_exist_ok=True)
-        elif source.is_file():
-            shutil.copy2(source, out / name)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name in CONTENTS:
+            source = cached / name
+            if source.is_dir():
+                shutil.copytree(source, out / name, dirs_exist_ok=True)
+            elif source.is_file():
+                shutil.copy2(source, out / name)
+    except OSError as error:
+        # A cache that cannot be read (or a full disk) costs a build, never a failed one.
+        print(f"demo pair not copied from {cached}: {error}; building it instead")
+        for name in CONTENTS:
+            if (out / name).is_dir():
+                shutil.rmtree(out / name, ignore_errors=True)
+            else:
+                (out / name).unlink(missing_ok=True)
+        return False
     return True
 
 
