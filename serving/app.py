@@ -10,14 +10,14 @@ import logging
 
 from prometheus_client import generate_latest
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import ASGIApp
 
 from serving import invocations
 from serving.bodies import read_body
 from serving.capture import Capture
 from serving.emf import EmfReporter
-from serving.errors import RequestRefused, error_response
+from serving.errors import JsonAnswer, RequestRefused, error_response
 from serving.gate import RequestGate
 from serving.headers import has_forbidden_bytes, to_engine
 from serving.lifecycle import Lifecycle
@@ -69,7 +69,7 @@ def create_app(
 
     async def ping(_: Request) -> Response:
         status = lifecycle.status.value
-        return JSONResponse({"status": status}, status_code=200 if lifecycle.ready else 503)
+        return JsonAnswer({"status": status}, status_code=200 if lifecycle.ready else 503)
 
     async def invoke(request: Request) -> Response:
         try:

@@ -27,12 +27,18 @@ def error_body(status: int, message: str, error_type: str | None = None) -> dict
     }
 
 
+class JsonAnswer(JSONResponse):
+    """A JSON answer of the front's own, ending in a newline like vLLM's relayed ones: clients
+    that read answers line by line (LangChain's SagemakerEndpoint) wait for one forever."""
+
+    def render(self, content: object) -> bytes:
+        return super().render(content) + b"\n"
+
+
 def error_response(
     status: int, message: str, error_type: str | None = None, headers: dict | None = None
 ) -> JSONResponse:
-    return JSONResponse(
-        error_body(status, message, error_type), status_code=status, headers=headers
-    )
+    return JsonAnswer(error_body(status, message, error_type), status_code=status, headers=headers)
 
 
 def sse_error(status: int, message: str, error_type: str | None = None) -> bytes:

@@ -14,14 +14,23 @@ ENGINE_PATH = "/invocations"
 # Keys that mark a payload vLLM's /invocations accepts: chat, completion, session control.
 PAYLOAD_KEYS = ("messages", "prompt", "requestType")
 JSON_MEDIA_TYPES = {"application/json", "text/json"}
+# What clients send by default when nobody chose a type: the SageMaker SDK v2 Predictor
+# without a serializer (octet-stream), LangChain's content handlers (text/plain). Their
+# bodies are JSON all the same, so they are read as JSON; one that is not gets the 400.
+DEFAULT_CLIENT_MEDIA_TYPES = {"application/octet-stream", "text/plain", "*/*"}
 
 
 def check_content_type(content_type: str | None) -> None:
-    """Absent means JSON (curl and boto3 users often leave it out); anything else must be JSON."""
+    """Absent means JSON (curl and boto3 users often leave it out), and so do the types
+    clients send by default; anything else must be JSON."""
     if not content_type:
         return
     media_type = content_type.split(";", 1)[0].strip().lower()
-    if media_type in JSON_MEDIA_TYPES or media_type.endswith("+json") or media_type == "*/*":
+    if (
+        media_type in JSON_MEDIA_TYPES
+        or media_type.endswith("+json")
+        or media_type in DEFAULT_CLIENT_MEDIA_TYPES
+    ):
         return
     raise RequestRefused(
         415,
@@ -33,7 +42,11 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
     try:
         payload = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise RequestRefused(400, f"request body is not valid JSON: {error}.") from None
+        raise RequestRefused(
+            400,
+            f"request body is not valid JSON: {error}. /invocations takes a JSON payload "
+            "whatever the Content-Type says.",
+        ) from None
     if not isinstance(payload, dict):
         raise RequestRefused(
             400, f"request body is a JSON {type(payload).__name__}; send a JSON object."

@@ -22,7 +22,7 @@ MALFORMED = (
 
 def bad_request_bytes(default_headers: list[tuple[bytes, bytes]]) -> bytes:
     """A whole 400 answer, JSON body, ending the connection."""
-    body = json.dumps(error_body(400, MALFORMED)).encode()
+    body = json.dumps(error_body(400, MALFORMED)).encode() + b"\n"
     head = [b"HTTP/1.1 400 Bad Request\r\n"]
     head += [name + b": " + value + b"\r\n" for name, value in default_headers]
     head += [

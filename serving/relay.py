@@ -124,6 +124,9 @@ class Relay:
         watcher.finish()
         keep(watcher, record)
         self.offer_capture(record, upstream, body, watcher)
+        # Clients that read answers line by line (LangChain's SagemakerEndpoint) wait for a
+        # newline that vLLM's JSON never ends with.
+        body = body if body.endswith(b"\n") else body + b"\n"
         response = Response(body, status_code=upstream.status_code)
         headers = with_speculation(to_client(upstream.headers.raw), watcher.speculation)
         response.raw_headers = [*headers, (b"content-length", b"%d" % len(body))]
@@ -133,8 +136,10 @@ class Relay:
         content_type = upstream.headers.get("content-type", "")
         watcher = AnswerWatcher(content_type)
         answer = bytearray() if record.capture_request is not None else None
+        last = b"\n"
         try:
             async for chunk in upstream.aiter_raw():
+                last = chunk or last
                 watcher.feed(chunk)
                 if answer is not None and len(answer) + len(chunk) <= MAX_ANSWER_BYTES:
                     answer += chunk
@@ -142,6 +147,8 @@ class Relay:
                     answer = None
                     self.capture.skip()
                 yield chunk
+            if watcher.is_json and not last.endswith(b"\n"):
+                yield b"\n"  # as for a whole JSON answer (a large one comes this way)
             watcher.finish()
             keep(watcher, record)
             if answer is not None:

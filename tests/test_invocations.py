@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 
 import httpx
+import pytest
 
 from tests.support.stalls import WATCH
 
@@ -30,9 +32,48 @@ def test_json_that_is_not_an_object_is_400(client: httpx.Client):
     assert_json_error(client.post("/invocations", json=["hello"]), 400, "JSON object")
 
 
-def test_non_json_content_type_is_415(client: httpx.Client):
-    response = client.post("/invocations", content=b"hello", headers={"content-type": "text/plain"})
+def test_a_content_type_that_cannot_be_json_is_415(client: httpx.Client):
+    response = client.post(
+        "/invocations",
+        content=b"a=1",
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
     assert_json_error(response, 415, "application/json")
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    # The SageMaker SDK v2 Predictor without a serializer; LangChain's content handlers.
+    ["application/octet-stream", "text/plain", "text/plain; charset=utf-8"],
+)
+def test_the_types_clients_send_by_default_are_read_as_json(client, content_type):
+    response = client.post(
+        "/invocations", content=json.dumps(CHAT).encode(), headers={"content-type": content_type}
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["content"]
+
+
+def test_a_body_that_is_not_json_under_a_default_type_is_400(client: httpx.Client):
+    response = client.post("/invocations", content=b"hello", headers={"content-type": "text/plain"})
+    assert_json_error(response, 400, "not valid JSON", "whatever the Content-Type")
+
+
+def test_every_json_answer_ends_with_a_newline(client: httpx.Client):
+    """LangChain's SagemakerEndpoint reads answers line by line and waits for a newline."""
+    answers = {
+        "chat on /invocations": client.post("/invocations", json=CHAT),
+        "chat on /v1": client.post("/v1/chat/completions", json={**CHAT, "model": "ignored"}),
+        "engine error": client.post("/v1/chat/completions", json={"messages": "x"}),
+        "front error": client.post("/invocations", json=["not", "an", "object"]),
+        "ping": client.get("/ping"),
+        "no route": client.get("/no/such/route"),
+    }
+    for name, answer in answers.items():
+        assert answer.headers["content-type"].startswith("application/json"), name
+        assert answer.content.endswith(b"\n"), (name, answer.content[-80:])
+        assert int(answer.headers["content-length"]) == len(answer.content), name
+        answer.json()  # still one JSON document
 
 
 def test_body_over_the_limit_is_413_before_it_is_sent(peagle):
