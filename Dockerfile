@@ -36,7 +36,7 @@ RUN python3 -I /tmp/model_info_cache.py && rm /tmp/model_info_cache.py
 # the last layer, so a code change rebuilds in seconds.
 COPY pyproject.toml ./
 COPY serving ./serving
-# --no-deps: vLLM, torch, Starlette, uvicorn, httpx and pydantic come with the base image and
+# --no-deps: vLLM, torch, Starlette, uvicorn, aiohttp and pydantic come with the base image and
 # must stay exactly as vLLM was built. --no-build-isolation: setuptools comes with it too, so
 # this step needs no network. The import from outside the source tree (-I) proves the
 # installed package finds everything it needs.

@@ -19,7 +19,7 @@ from serving.capture import Capture
 from serving.emf import EmfReporter
 from serving.errors import JsonAnswer, RequestRefused, error_response
 from serving.gate import RequestGate
-from serving.headers import has_forbidden_bytes, to_engine
+from serving.headers import to_engine, value_problem
 from serving.lifecycle import Lifecycle
 from serving.logs import printable
 from serving.metrics import FrontMetrics
@@ -42,11 +42,8 @@ def engine_headers(request: Request, replace: dict[bytes, bytes] | None = None):
 
 def bad_header(request: Request) -> Response | None:
     for name, value in request.scope["headers"]:
-        if has_forbidden_bytes(value):
-            return error_response(
-                400,
-                f"header {printable(name)!s} carries control characters; remove them.",
-            )
+        if (problem := value_problem(value)) is not None:
+            return error_response(400, f"header {printable(name)!s} {problem}.")
     return None
 
 

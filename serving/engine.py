@@ -17,8 +17,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-import httpx
-
+from serving.engine_client import EngineClient
 from serving.secrets import redact_argv
 from serving.settings import Settings
 
@@ -114,18 +113,15 @@ class Engine:
         if self.niceness:
             await lower_priority(self.process.pid, self.niceness)
 
-    async def wait_ready(self, client: httpx.AsyncClient) -> None:
+    async def wait_ready(self, client: EngineClient) -> None:
         """Return once /health answers 200; raise EngineExited if the process ends first."""
         assert self.process is not None
         while True:
             if self.process.returncode is not None:
                 raise EngineExited(f"engine exited with code {self.process.returncode}")
-            try:
-                response = await client.get("/health", timeout=2.0)
-                if response.status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
+            answer = await client.get("/health", timeout=2.0)
+            if answer is not None and answer[0] == 200:
+                return
             await asyncio.sleep(HEALTH_POLL_SECONDS)
 
     async def wait_exit(self) -> int:

@@ -1,7 +1,9 @@
 """Which headers cross the front, in each direction.
 
-Headers travel as raw byte pairs: repeated headers stay repeated, and bytes a client
-sent (non-ASCII in a custom attribute, say) reach the engine unchanged.
+Headers travel as raw byte pairs: repeated headers stay repeated, and the bytes a client
+sent (UTF-8 in a custom attribute, say) reach the engine unchanged. A value that is not
+UTF-8 could not reach it unchanged (the engine client writes header text as UTF-8), so the
+front refuses it rather than pass on other bytes.
 """
 
 from __future__ import annotations
@@ -62,3 +64,15 @@ def to_client(headers: Iterable[tuple[bytes, bytes]]) -> RawHeaders:
 def has_forbidden_bytes(value: bytes) -> bool:
     """Control bytes other than tab, which no HTTP/1.1 header value may carry."""
     return any(byte < 0x20 and byte != 0x09 or byte == 0x7F for byte in value)
+
+
+def value_problem(value: bytes) -> str | None:
+    """Why a header value cannot go to the engine as it is, and the fix; or None."""
+    if has_forbidden_bytes(value):
+        return "carries control characters; remove them"
+    if not value.isascii():
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            return "is not UTF-8 text; encode it as UTF-8"
+    return None

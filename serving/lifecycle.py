@@ -13,10 +13,9 @@ import signal
 import time
 from collections.abc import Callable
 
-import httpx
-
 from serving import exit_codes
 from serving.engine import Engine, EngineExited
+from serving.engine_client import EngineClient
 
 log = logging.getLogger("serving.lifecycle")
 
@@ -32,7 +31,7 @@ class Lifecycle:
     def __init__(
         self,
         engine: Engine,
-        client: httpx.AsyncClient,
+        client: EngineClient,
         drain_seconds: float,
         engine_exit_seconds: float,
         request_exit: Callable[[int], None],

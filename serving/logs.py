@@ -38,8 +38,6 @@ def configure(log_format: LogFormat = "plain") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
-    # One line per request comes from our access log; httpx would add one per engine call.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 # C0 and C1 control characters, DEL, and the Unicode line separators some log viewers split

@@ -11,14 +11,13 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
-import httpx
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from serving.answers import AnswerWatcher, with_speculation
 from serving.bodies import CLIENT_CLOSED
 from serving.capture import MAX_ANSWER_BYTES, Capture, Exchange
-from serving.engine_transport import engine_transport
+from serving.engine_client import EngineAnswer, EngineClient, EngineError
 from serving.errors import AnswerCut, error_response, sse_error
 from serving.headers import RawHeaders, to_client
 from serving.logs import printable
@@ -27,8 +26,6 @@ from serving.record import RequestRecord, record_of
 log = logging.getLogger("serving.relay")
 
 ENGINE_GONE = "the engine is not answering (it may have stopped); retry on another instance."
-# The engine listens on a Unix socket only; HTTP needs a host name all the same.
-ENGINE_BASE_URL = "http://engine"
 
 
 async def wait_for_disconnect(request: Request) -> None:
@@ -39,11 +36,11 @@ async def wait_for_disconnect(request: Request) -> None:
             return
 
 
-def is_small_json(upstream: httpx.Response) -> bool:
+def is_small_json(upstream: EngineAnswer) -> bool:
     """A JSON answer of known length that fits the watcher's buffer (vLLM's non-streamed ones)."""
-    length = upstream.headers.get("content-length", "")
+    length = upstream.header("content-length")
     return (
-        upstream.headers.get("content-type", "").startswith("application/json")
+        upstream.header("content-type").startswith("application/json")
         and length.isdigit()
         and int(length) <= AnswerWatcher.MAX_BUFFER
     )
@@ -62,11 +59,7 @@ class Relay:
 
     def __init__(self, socket_path: str, max_connections: int, capture: Capture | None = None):
         self.capture = capture
-        self.client = httpx.AsyncClient(
-            base_url=ENGINE_BASE_URL,
-            transport=engine_transport(socket_path, max_connections),
-            timeout=httpx.Timeout(connect=5.0, read=None, write=30.0, pool=5.0),
-        )
+        self.client = EngineClient(socket_path, max_connections)
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -79,11 +72,7 @@ class Relay:
         headers: RawHeaders,
     ) -> Response:
         """Send `target` (raw path and query, never decoded) to the engine; relay its answer."""
-        url = httpx.URL(ENGINE_BASE_URL, raw_path=target)
-        upstream_request = self.client.build_request(
-            request.method, url, content=content, headers=headers
-        )
-        sending = asyncio.ensure_future(self.client.send(upstream_request, stream=True))
+        sending = asyncio.ensure_future(self.client.send(request.method, target, content, headers))
         disconnected = asyncio.ensure_future(wait_for_disconnect(request))
         try:
             await asyncio.wait({sending, disconnected}, return_when=asyncio.FIRST_COMPLETED)
@@ -98,28 +87,28 @@ class Relay:
             return Response(status_code=CLIENT_CLOSED)
         try:
             upstream = sending.result()
-        except httpx.HTTPError as error:
-            log.warning("engine request to %s failed: %r", printable(target), error)
+        except EngineError as error:
+            log.warning("engine request to %s failed: %s", printable(target), error)
             return error_response(503, ENGINE_GONE, "EngineUnavailable", {"Retry-After": "5"})
         record = record_of(request.scope)
-        if self.wants_capture(record, upstream.status_code, content):
+        if self.wants_capture(record, upstream.status, content):
             record.capture_request = content
         if is_small_json(upstream):
             return await self._whole(upstream, record)
-        response = StreamingResponse(self._body(upstream, record), status_code=upstream.status_code)
-        response.raw_headers = to_client(upstream.headers.raw)
+        response = StreamingResponse(self._body(upstream, record), status_code=upstream.status)
+        response.raw_headers = to_client(upstream.raw_headers)
         return response
 
-    async def _whole(self, upstream: httpx.Response, record: RequestRecord) -> Response:
+    async def _whole(self, upstream: EngineAnswer, record: RequestRecord) -> Response:
         """A small JSON answer read whole, so what it says can go in the headers too."""
         try:
-            body = b"".join([chunk async for chunk in upstream.aiter_raw()])
-        except httpx.HTTPError as error:
-            log.warning("engine answer broke off: %r", error)
+            body = await upstream.read()
+        except EngineError as error:
+            log.warning("engine answer broke off: %s", error)
             return error_response(503, ENGINE_GONE, "EngineUnavailable", {"Retry-After": "5"})
         finally:
-            await upstream.aclose()
-        watcher = AnswerWatcher(upstream.headers.get("content-type", ""))
+            upstream.close()
+        watcher = AnswerWatcher(upstream.header("content-type"))
         watcher.feed(body)
         watcher.finish()
         keep(watcher, record)
@@ -127,18 +116,18 @@ class Relay:
         # Clients that read answers line by line (LangChain's SagemakerEndpoint) wait for a
         # newline that vLLM's JSON never ends with.
         body = body if body.endswith(b"\n") else body + b"\n"
-        response = Response(body, status_code=upstream.status_code)
-        headers = with_speculation(to_client(upstream.headers.raw), watcher.speculation)
+        response = Response(body, status_code=upstream.status)
+        headers = with_speculation(to_client(upstream.raw_headers), watcher.speculation)
         response.raw_headers = [*headers, (b"content-length", b"%d" % len(body))]
         return response
 
-    async def _body(self, upstream: httpx.Response, record: RequestRecord) -> AsyncIterator[bytes]:
-        content_type = upstream.headers.get("content-type", "")
+    async def _body(self, upstream: EngineAnswer, record: RequestRecord) -> AsyncIterator[bytes]:
+        content_type = upstream.header("content-type")
         watcher = AnswerWatcher(content_type)
         answer = bytearray() if record.capture_request is not None else None
         last = b"\n"
         try:
-            async for chunk in upstream.aiter_raw():
+            async for chunk in upstream.chunks():
                 last = chunk or last
                 watcher.feed(chunk)
                 if answer is not None and len(answer) + len(chunk) <= MAX_ANSWER_BYTES:
@@ -153,14 +142,14 @@ class Relay:
             keep(watcher, record)
             if answer is not None:
                 self.offer_capture(record, upstream, bytes(answer), watcher)
-        except httpx.HTTPError as error:
-            log.warning("engine answer broke off: %r", error)
+        except EngineError as error:
+            log.warning("engine answer broke off: %s", error)
             if not content_type.startswith("text/event-stream"):
                 # Ending the body cleanly would hand the client a cut answer as a success.
                 raise AnswerCut(ENGINE_GONE) from None
             yield sse_error(503, ENGINE_GONE, "EngineUnavailable")
         finally:
-            await upstream.aclose()
+            upstream.close()
 
     def wants_capture(self, record: RequestRecord, status: int, content: bytes) -> bool:
         route = record.route
@@ -174,7 +163,7 @@ class Relay:
     def offer_capture(
         self,
         record: RequestRecord,
-        upstream: httpx.Response,
+        upstream: EngineAnswer,
         answer: bytes,
         watcher: AnswerWatcher,
     ) -> None:
@@ -186,7 +175,7 @@ class Relay:
             Exchange(
                 request_id=record.request_id.decode("utf-8", errors="replace"),
                 route=record.route.label,
-                status=upstream.status_code,
+                status=upstream.status,
                 request=record.capture_request,
                 answer=answer,
                 streamed=watcher.is_stream,
@@ -198,8 +187,5 @@ class Relay:
         )
 
     async def get_text(self, path: str) -> str | None:
-        try:
-            response = await self.client.get(path, timeout=5.0)
-        except httpx.HTTPError:
-            return None
-        return response.text if response.status_code == 200 else None
+        answer = await self.client.get(path, timeout=5.0)
+        return answer[1] if answer is not None and answer[0] == 200 else None

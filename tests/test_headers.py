@@ -51,17 +51,29 @@ def test_engine_date_and_server_are_left_to_the_front():
     assert to_client(answer) == [(b"content-type", b"application/json")]
 
 
-def test_non_ascii_header_bytes_are_served_and_reach_the_engine_unchanged(peagle):
-    inference_id = b"caf\xc3\xa9-\xff-id"
+def test_utf8_header_bytes_are_served_and_reach_the_engine_unchanged(peagle):
+    inference_id = b"caf\xc3\xa9-\xe2\x98\x83-id"
     answer = post_chat(
         peagle.url,
         b"X-Amzn-SageMaker-Inference-Id: " + inference_id + b"\r\n"
-        b"X-Amzn-SageMaker-Custom-Attributes: note=\xe2\x98\x83\xfe\r\n"
-        b"X-Amzn-SageMaker-Target-Variant: variant-\xe9\r\n",
+        b"X-Amzn-SageMaker-Custom-Attributes: note=\xe2\x98\x83\r\n"
+        b"X-Amzn-SageMaker-Target-Variant: variant-\xc3\xa9\r\n",
     )
     assert status_of(answer) == 200, answer[:400]
     # vLLM names the request with the id it received and echoes it: the bytes came through.
     assert header_values(answer, b"x-request-id") == [inference_id]
+
+
+def test_header_bytes_that_are_not_utf8_are_refused_naming_the_header(peagle):
+    for header in (
+        b"X-Amzn-SageMaker-Inference-Id: caf\xe9-\xff-id\r\n",
+        b"X-Amzn-SageMaker-Custom-Attributes: note=\xfe\r\n",
+    ):
+        answer = post_chat(peagle.url, header)
+        assert status_of(answer) == 400, (header, answer[:300])
+        message = json.loads(body_of(answer))["error"]["message"]
+        name = header.split(b":")[0].decode().lower()
+        assert name in message.lower() and "UTF-8" in message, message
 
 
 def test_control_bytes_in_headers_are_refused_with_a_4xx(peagle):
@@ -112,7 +124,8 @@ def test_no_traceback_in_the_log_after_odd_input(peagle):
     start = len(peagle.log_text())
     test_odd_paths_are_json_4xx_never_500(peagle)
     test_control_bytes_in_headers_are_refused_with_a_4xx(peagle)
-    test_non_ascii_header_bytes_are_served_and_reach_the_engine_unchanged(peagle)
+    test_utf8_header_bytes_are_served_and_reach_the_engine_unchanged(peagle)
+    test_header_bytes_that_are_not_utf8_are_refused_naming_the_header(peagle)
     test_requests_the_http_parser_refuses_get_a_json_400(peagle)
     written = peagle.log_once("-\\xff-id POST /invocations")[start:]
     assert "Traceback" not in written

@@ -21,7 +21,7 @@ from bench.commands.common import (
     settings_of,
 )
 from bench.targets import READ_TIMEOUT_SECONDS
-from serving.relay import ENGINE_BASE_URL
+from serving.engine_client import ENGINE_ORIGIN as ENGINE_BASE_URL
 
 
 class EngineSocketTarget:
