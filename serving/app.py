@@ -74,7 +74,7 @@ def create_app(
             body = await read_body(
                 request, settings.max_payload_bytes, settings.body_timeout_seconds
             )
-            content = await parser.prepare(body)
+            prepared = await parser.prepare(body)
         except RequestRefused as error:
             return refused(error)
         if settings.log_bodies:
@@ -86,7 +86,9 @@ def create_app(
         if (refusal := bad_header(request)) is not None:
             return refusal
         headers = engine_headers(request, {b"content-type": b"application/json"})
-        return await relay.forward(request, invocations.ENGINE_PATH.encode(), content, headers)
+        return await relay.forward(
+            request, invocations.ENGINE_PATH.encode(), prepared.content, headers, prepared.tgi
+        )
 
     async def engine_route(request: Request) -> Response:
         if (refusal := bad_header(request)) is not None:

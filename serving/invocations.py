@@ -1,4 +1,5 @@
-"""What /invocations accepts: a JSON body, routed to vLLM's chat or completion API."""
+"""What /invocations accepts: a JSON body, routed to vLLM's chat or completion API; a TGI
+payload (`inputs`, `parameters`) becomes a completion request (serving/tgi.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from serving.errors import RequestRefused
+from serving.tgi import TgiAnswer, completion_request, is_tgi
 
 # vLLM's own /invocations takes both payload kinds and applies SageMaker's session
 # (X-Amzn-SageMaker-Session-Id) and adapter (X-Amzn-SageMaker-Adapter-Identifier) rules.
@@ -59,8 +61,8 @@ def check_kind(payload: dict[str, Any]) -> None:
         raise RequestRefused(
             400,
             "payload has neither 'messages' nor 'prompt'; send an OpenAI chat-completion payload "
-            '({"messages": [{"role": "user", "content": "..."}]}) or a completion payload '
-            '({"prompt": "..."}).',
+            '({"messages": [{"role": "user", "content": "..."}]}), a completion payload '
+            '({"prompt": "..."}) or a TGI one ({"inputs": "...", "parameters": {...}}).',
         )
 
 
@@ -72,12 +74,24 @@ class Edit:
     refusal: tuple[int, str] | None = None
     splice_model: bool = False
     replacement: bytes | None = None
+    tgi: TgiAnswer | None = None
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The engine's body, and how to write its answer when the client spoke TGI."""
+
+    content: bytes
+    tgi: TgiAnswer | None = None
 
 
 def plan(body: bytes, served_model_name: str) -> Edit:
     """Parse and check the body; never raises, so it can run in a worker process."""
     try:
         payload = parse_json_object(body)
+        if is_tgi(payload) and not any(key in payload for key in PAYLOAD_KEYS):
+            request, answer = completion_request(payload, served_model_name)
+            return Edit(replacement=json.dumps(request, ensure_ascii=False).encode(), tgi=answer)
         check_kind(payload)
     except RequestRefused as refused:
         return Edit(refusal=(refused.status, refused.message))
@@ -90,20 +104,20 @@ def plan(body: bytes, served_model_name: str) -> Edit:
     return Edit(splice_model=True)
 
 
-def apply(body: bytes, edit: Edit, served_model_name: str) -> bytes:
+def apply(body: bytes, edit: Edit, served_model_name: str) -> Prepared:
     """The body as the engine gets it. An absent `model` is spliced in after the opening
     brace, so a 5 MB prompt is never re-serialised."""
     if edit.refusal is not None:
         raise RequestRefused(*edit.refusal)
     if edit.replacement is not None:
-        return edit.replacement
+        return Prepared(edit.replacement, edit.tgi)
     if not edit.splice_model:
-        return body
+        return Prepared(body)
     opening = body.index(b"{") + 1
     name = json.dumps(served_model_name).encode()
-    return b"".join((body[:opening], b'"model": ', name, b",", body[opening:]))
+    return Prepared(b"".join((body[:opening], b'"model": ', name, b",", body[opening:])))
 
 
-def prepare(body: bytes, served_model_name: str) -> bytes:
+def prepare(body: bytes, served_model_name: str) -> Prepared:
     """Check an /invocations body and return what the engine's /invocations gets."""
     return apply(body, plan(body, served_model_name), served_model_name)

@@ -41,7 +41,7 @@ class PayloadParser:
         )
         self._pool.submit(int)
 
-    async def prepare(self, body: bytes) -> bytes:
+    async def prepare(self, body: bytes) -> invocations.Prepared:
         """The engine's body (see invocations.prepare); RequestRefused for a bad one."""
         if len(body) <= INLINE_PARSE_BYTES or self._pool is None:
             return invocations.prepare(body, self.served_model_name)

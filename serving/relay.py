@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from serving import sse
 from serving.answers import AnswerWatcher, with_speculation
 from serving.bodies import CLIENT_CLOSED
 from serving.capture import MAX_ANSWER_BYTES, Capture, Exchange
@@ -22,6 +23,7 @@ from serving.errors import AnswerCut, error_response, sse_error
 from serving.headers import RawHeaders, to_client
 from serving.logs import printable
 from serving.record import RequestRecord, record_of
+from serving.tgi import TgiAnswer, TgiStream, whole_answer
 
 log = logging.getLogger("serving.relay")
 
@@ -54,6 +56,16 @@ def keep(watcher: AnswerWatcher, record: RequestRecord) -> None:
         record.speculation = watcher.speculation
 
 
+async def as_tgi_events(body: AsyncIterator[bytes], stream: TgiStream) -> AsyncIterator[bytes]:
+    """The engine's completion stream as TGI's token events."""
+    splitter = sse.DataSplitter()
+    async for chunk in body:
+        if events := b"".join(stream.event(data) for data in splitter.feed(chunk)):
+            yield events
+    if events := b"".join(stream.event(data) for data in splitter.finish()) + stream.finish():
+        yield events
+
+
 class Relay:
     """The front's one HTTP client to the engine, over the engine's private Unix socket."""
 
@@ -70,8 +82,10 @@ class Relay:
         target: bytes,
         content: bytes,
         headers: RawHeaders,
+        tgi: TgiAnswer | None = None,
     ) -> Response:
-        """Send `target` (raw path and query, never decoded) to the engine; relay its answer."""
+        """Send `target` (raw path and query, never decoded) to the engine; relay its answer,
+        written as TGI writes it when `tgi` says how."""
         sending = asyncio.ensure_future(self.client.send(request.method, target, content, headers))
         disconnected = asyncio.ensure_future(wait_for_disconnect(request))
         try:
@@ -93,13 +107,19 @@ class Relay:
         record = record_of(request.scope)
         if self.wants_capture(record, upstream.status, content):
             record.capture_request = content
-        if is_small_json(upstream):
-            return await self._whole(upstream, record)
-        response = StreamingResponse(self._body(upstream, record), status_code=upstream.status)
+        tgi = tgi if upstream.status == 200 else None
+        if is_small_json(upstream) or (tgi is not None and not tgi.stream):
+            return await self._whole(upstream, record, tgi)
+        body = self._body(upstream, record)
+        if tgi is not None and upstream.header("content-type").startswith("text/event-stream"):
+            body = as_tgi_events(body, TgiStream(tgi))
+        response = StreamingResponse(body, status_code=upstream.status)
         response.raw_headers = to_client(upstream.raw_headers)
         return response
 
-    async def _whole(self, upstream: EngineAnswer, record: RequestRecord) -> Response:
+    async def _whole(
+        self, upstream: EngineAnswer, record: RequestRecord, tgi: TgiAnswer | None = None
+    ) -> Response:
         """A small JSON answer read whole, so what it says can go in the headers too."""
         try:
             body = await upstream.read()
@@ -113,6 +133,8 @@ class Relay:
         watcher.finish()
         keep(watcher, record)
         self.offer_capture(record, upstream, body, watcher)
+        if tgi is not None and watcher.answer is not None:
+            body = whole_answer(tgi, watcher.answer)
         # Clients that read answers line by line (LangChain's SagemakerEndpoint) wait for a
         # newline that vLLM's JSON never ends with.
         body = body if body.endswith(b"\n") else body + b"\n"
