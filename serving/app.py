@@ -48,10 +48,11 @@ def bad_header(request: Request) -> Response | None:
 
 
 def refused(error: RequestRefused) -> Response:
-    # The rest of an unread body would arrive as the next request: close the connection.
-    unread = error.status in (408, 413)
+    # A stalled upload's connection is closed; the rest of a refused large one is read and
+    # dropped by the protocol (serving/protocol.py), so a client still sending reads the 413.
+    stalled = error.status == 408
     return error_response(
-        error.status, error.message, headers={"Connection": "close"} if unread else None
+        error.status, error.message, headers={"Connection": "close"} if stalled else None
     )
 
 

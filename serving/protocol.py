@@ -4,6 +4,12 @@ A request the HTTP parser cannot read (a space or a NUL in the request target, a
 header line) never reaches the app; uvicorn answers it with a plain-text 400 of its own.
 Clients of the front parse every error as the OpenAI-shaped JSON the app sends, so this
 one is the same shape too.
+
+An upload the app refuses (413) is answered at once, and what the client still sends of it
+is read and thrown away (uvicorn's parser drops the body of an answered request) for at most
+LINGER_SECONDS before the connection closes: nginx's lingering close. Closing at once would
+reset the connection under a client that sends its whole body before it reads (Python's
+http.client, requests, most SDKs), which then reports a broken pipe instead of the 413.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from serving.errors import error_body
 
+LINGER_SECONDS = 30.0
 MALFORMED = (
     "the request could not be parsed as HTTP/1.1 (a bad request line, URL or header); "
     "percent-encode the URL and send headers as name: value lines."
@@ -39,3 +46,14 @@ class FrontProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
     def send_400_response(self, msg: str) -> None:
         self.transport.write(bad_request_bytes(self.server_state.default_headers))
         self.transport.close()
+
+    def on_response_complete(self) -> None:
+        cycle = self.cycle
+        super().on_response_complete()
+        if cycle is not None and cycle.more_body and not self.transport.is_closing():
+            # Answered before its body was all in: the rest is dropped as it comes.
+            self.loop.call_later(LINGER_SECONDS, self.end_linger, cycle)
+
+    def end_linger(self, cycle) -> None:
+        if self.cycle is cycle and cycle.more_body and not self.transport.is_closing():
+            self.transport.close()

@@ -1,4 +1,4 @@
-"""The three places the front overrides uvicorn's internals, checked against the installed
+"""The four places the front overrides uvicorn's internals, checked against the installed
 uvicorn, so an upgrade that changes one fails here by name instead of in production.
 
 - serving/protocol.py replaces `send_400_response` on uvicorn's HTTP protocols, which call it
@@ -7,6 +7,8 @@ uvicorn, so an upgrade that changes one fails here by name instead of in product
   SIGTERM/SIGINT handler, and keeps out of `_captured_signals`, which uvicorn re-raises on
   exit (a drained SIGTERM would otherwise end as code 143).
 - serving/server.py passes `sockets=` to `Server.run`, so the front's port is bound first.
+- serving/protocol.py extends `on_response_complete` and reads the cycle's `more_body` to
+  close a refused upload's connection once it has lingered LINGER_SECONDS.
 
 pyproject.toml pins uvicorn to the range these were read from; the images take vLLM's own
 uvicorn, so the front also logs a warning at start when it runs on another version.
@@ -58,3 +60,13 @@ def test_signals_reach_handle_exit_and_are_re_raised_from_captured_signals():
     ]
     assert FrontServer.handle_exit is not uvicorn.Server.handle_exit
     assert "sockets" in inspect.signature(uvicorn.Server.run).parameters
+
+
+def test_the_protocols_have_the_response_hook_and_body_flag_the_linger_reads():
+    # serving/protocol.py lingers after a refused upload: it extends on_response_complete
+    # and reads the cycle's more_body, which stays set while the client is still sending.
+    for protocol in (HttpToolsProtocol, H11Protocol):
+        assert "def on_response_complete(self)" in inspect.getsource(protocol), protocol
+        cycle = inspect.getsource(inspect.getmodule(protocol).RequestResponseCycle)
+        assert "self.more_body = True" in cycle, protocol
+    assert "on_response_complete" in FrontProtocol.__dict__
