@@ -1,0 +1,53 @@
+"""What every client script shares: its arguments, the prompts, and how it reports.
+
+Each script runs in its own virtual environment (the client's pinned release, as a user
+installs it), calls the endpoint through the local SageMaker Runtime (or the container's
+/v1), and prints one JSON object: case name to {"text": ...} or {"error": ...}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+
+RUNTIME_URL, ENDPOINT, MAX_TOKENS = sys.argv[1], sys.argv[2], int(sys.argv[3])
+PROMPT = "def fibonacci(n):"
+MESSAGES = [{"role": "user", "content": PROMPT}]
+# Dummy credentials: the local runtime checks none, botocore still signs.
+os.environ.update(
+    AWS_ACCESS_KEY_ID="local",
+    AWS_SECRET_ACCESS_KEY="local",
+    AWS_DEFAULT_REGION="us-east-1",
+    AWS_REGION_NAME="us-east-1",
+    # LiteLLM fetches its price list from GitHub at import unless told not to.
+    LITELLM_LOCAL_MODEL_COST_MAP="True",
+)
+# Libraries print to stdout too: the results are the line after this marker.
+MARKER = "=== client results ==="
+
+
+def runtime_client():
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "sagemaker-runtime",
+        endpoint_url=RUNTIME_URL,
+        config=Config(retries={"total_max_attempts": 1}, read_timeout=120),
+    )
+
+
+def report(cases: dict[str, Callable[[], str]]) -> None:
+    results = {}
+    for name, call in cases.items():
+        try:
+            results[name] = {"text": call()}
+        except BaseException as error:  # noqa: BLE001 - every outcome is reported
+            results[name] = {
+                "error": f"{type(error).__name__}: {error}"[:2000],
+                "trace": traceback.format_exc()[-3000:],
+            }
+    print(MARKER, json.dumps(results), sep="\n")

@@ -1,0 +1,67 @@
+"""A virtual environment per client family, as a user installs it: the frozen requirements
+in tests/clients/requirements, built once and kept outside the clone, keyed by the file and
+this Python, so a warm run installs nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+CLIENTS = Path(__file__).parents[1] / "clients"
+CALLS = CLIENTS / "calls"
+MARKER = "=== client results ==="
+
+
+def env_dir(name: str) -> Path:
+    requirements = (CLIENTS / "requirements" / f"{name}.txt").read_bytes()
+    key = hashlib.sha256(requirements + sys.version.encode()).hexdigest()[:16]
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "sagemaker-vllm-peagle" / "client-envs" / f"{name}-{key}"
+
+
+def client_python(name: str) -> Path:
+    """The environment's python, built first when missing (a staging folder renamed into
+    place, so an interrupted build is never taken for a finished one)."""
+    target = env_dir(name)
+    python = target / "bin" / "python"
+    if python.exists():
+        return python
+    staging = target.with_name(f"{target.name}.staging-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "venv", str(staging)], check=True)
+    subprocess.run(
+        [
+            str(staging / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+            str(CLIENTS / "requirements" / f"{name}.txt"),
+        ],
+        check=True,
+    )
+    # Renamed, a venv's python still finds its packages (console scripts would not: the
+    # suite runs python itself).
+    staging.rename(target)
+    return python
+
+
+def run_calls(env: str, script: str, url: str, endpoint: str, max_tokens: int) -> dict:
+    """Run one client script in its environment; its results by case name."""
+    done = subprocess.run(
+        [str(client_python(env)), str(CALLS / script), url, endpoint, str(max_tokens)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(CALLS)},
+    )
+    _, marker, results = done.stdout.partition(MARKER + "\n")
+    assert marker, f"{script} reported nothing (exit {done.returncode}):\n{done.stderr[-3000:]}"
+    return json.loads(results)
