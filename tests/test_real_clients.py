@@ -5,10 +5,16 @@ compared returns the same greedy text, sync and streamed."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+from pathlib import Path
+
 import httpx
 import pytest
 
-from tests.support.client_envs import run_calls
+from tests.support.client_envs import CLIENTS as CLIENTS_DIR
+from tests.support.client_envs import LOCAL_CREDENTIALS, client_python, run_calls
 from tests.support.local_runtime import local_runtime
 
 MAX_TOKENS = 24
@@ -120,3 +126,68 @@ def test_sagemaker_sdk_v3_endpoint(runtime_url, greedy):
 def test_openai_sdk_on_v1(peagle, greedy):
     results = run_calls("openai", "openai_calls.py", peagle.url, ENDPOINT, MAX_TOKENS)
     check(results, {"chat": greedy["chat"], "chat stream": greedy["chat"]})
+
+
+# The snippets a reader copies (docs/clients.md), run as they are in each client's own
+# environment: section heading to environment, and the answers each prints.
+CLIENTS_DOC = Path(__file__).parents[1] / "docs" / "clients.md"
+DOC_SECTIONS = {
+    "LiteLLM": ("litellm-langchain", ("chat", "prompt")),
+    "LangChain": ("litellm-langchain", ("chat", "prompt")),
+    "SageMaker Python SDK v2": ("sagemaker-v2", ("chat",)),
+    "SageMaker Python SDK v3": ("sagemaker-v3", ("chat",)),
+    "OpenAI Python SDK": ("openai", ("chat",)),
+}
+DOC_PROMPT = "What is deep learning?"
+
+
+def doc_sections() -> dict[str, tuple[str, str, str]]:
+    """Title to (the package and release its heading names, its Python code)."""
+    sections = {}
+    for section in CLIENTS_DOC.read_text().split("\n## ")[1:]:
+        heading, _, body = section.partition("\n")
+        code = "\n".join(re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL))
+        if named := re.fullmatch(r"(.*) \((\S+) (\S+)\)", heading):
+            title, package, version = named.groups()
+            sections[title] = (package, version, code)
+    return sections
+
+
+def frozen_version(env: str, package: str) -> str:
+    text = (CLIENTS_DIR / "requirements" / f"{env}.txt").read_text()
+    return re.search(rf"^{re.escape(package)}==(\S+)$", text, flags=re.MULTILINE).group(1)
+
+
+@pytest.fixture(scope="module")
+def doc_greedy(peagle) -> dict[str, str]:
+    messages = [{"role": "user", "content": DOC_PROMPT}]
+    chat = httpx.post(
+        f"{peagle.url}/invocations",
+        json={"messages": messages, "max_tokens": 32, "temperature": 0},
+        timeout=120,
+    ).json()["choices"][0]["message"]["content"]
+    prompt = httpx.post(
+        f"{peagle.url}/invocations",
+        json={"prompt": DOC_PROMPT, "max_tokens": 32, "temperature": 0},
+        timeout=120,
+    ).json()["choices"][0]["text"]
+    return {"chat": chat, "prompt": prompt}
+
+
+@pytest.mark.parametrize("section", list(DOC_SECTIONS))
+def test_the_documented_snippet_runs_unchanged(section, peagle, runtime_url, doc_greedy):
+    env, answers = DOC_SECTIONS[section]
+    package, version, code = doc_sections()[section]
+    assert version == frozen_version(env, package), "the heading names another release"
+    code = code.replace("http://127.0.0.1:8081", runtime_url)
+    code = code.replace("http://localhost:8080", peagle.url)
+    ran = subprocess.run(
+        [str(client_python(env)), "-c", code],
+        env={**os.environ, **LOCAL_CREDENTIALS},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    for answer in answers:
+        assert doc_greedy[answer] in ran.stdout, (answer, ran.stdout[-2000:])

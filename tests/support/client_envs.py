@@ -15,6 +15,13 @@ from pathlib import Path
 CLIENTS = Path(__file__).parents[1] / "clients"
 CALLS = CLIENTS / "calls"
 MARKER = "=== client results ==="
+# The local runtime checks no credentials; boto3 still wants some, and a region.
+LOCAL_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "local",
+    "AWS_SECRET_ACCESS_KEY": "local",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+}
 
 
 def env_dir(name: str) -> Path:
