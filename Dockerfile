@@ -17,8 +17,12 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends tini \
     && rm -rf /var/lib/apt/lists/*
 
-# Logs go straight to CloudWatch, unbuffered.
-ENV PYTHONUNBUFFERED=1
+# Logs go straight to CloudWatch, unbuffered. The CUDA release of the base (NVIDIA's images
+# set CUDA_VERSION; the CPU base has none) is recorded, so the preflight can compare it with
+# the host's driver before anything loads (serving/preflight/cuda_driver.py).
+ENV PYTHONUNBUFFERED=1 \
+    SERVING_CUDA_VERSION=${CUDA_VERSION}
+LABEL com.amazonaws.sagemaker.peagle.cuda-version="${CUDA_VERSION}"
 
 EXPOSE 8080
 

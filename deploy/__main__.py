@@ -18,7 +18,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from deploy import calls, cleanup, inputs, invoke, names, rollout, status, upload
 from deploy.clients import Connection, connect
 from deploy.errors import EXIT_FAILED, EXIT_USAGE, DeployFailed, UsageError
-from deploy.plan import DEFAULT_INSTANCE_TYPE, DEFAULT_NUM_SPECULATIVE_TOKENS
+from deploy.plan import DEFAULT_IMAGE_CUDA, DEFAULT_INSTANCE_TYPE, DEFAULT_NUM_SPECULATIVE_TOKENS
 from deploy.planning import deploy_plan
 from deploy.requests import SAGEMAKER
 from deploy.sizing import GB
@@ -58,6 +58,12 @@ def parser() -> argparse.ArgumentParser:
     )
     deploy.add_argument("--name", required=True, help="endpoint name (letters, digits, -)")
     deploy.add_argument("--image", required=True, help="the serving image's ECR URI")
+    deploy.add_argument(
+        "--image-cuda",
+        default=DEFAULT_IMAGE_CUDA,
+        help="the CUDA release the image is built on, which decides the inference AMI "
+        "(%(default)s: vllm/vllm-openai:v0.32.0; 12.9 for the -cu129 base)",
+    )
     deploy.add_argument("--role", required=True, help="IAM role ARN SageMaker assumes")
     deploy.add_argument("--target-uri", required=True, help="s3://.../model/ (from upload)")
     deploy.add_argument("--head-uri", required=True, help="s3://.../eagle/ (from upload)")
@@ -81,7 +87,10 @@ def parser() -> argparse.ArgumentParser:
     host = deploy.add_argument_group("hosting")
     host.add_argument("--instance-type", default=DEFAULT_INSTANCE_TYPE, help="(%(default)s)")
     host.add_argument("--instance-count", type=int, default=1, help="(%(default)s)")
-    host.add_argument("--inference-ami-version", help="e.g. al2-ami-sagemaker-inference-gpu-3-1")
+    host.add_argument(
+        "--inference-ami-version",
+        help="default: the newest whose NVIDIA driver runs the image's CUDA release",
+    )
     host.add_argument(
         "--inference-component",
         action="store_true",

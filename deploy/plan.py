@@ -11,6 +11,8 @@ from deploy.s3 import S3Prefix
 from deploy.sizing import Sizing
 
 Metric = Literal["concurrency", "invocations"]
+# The CUDA release of the default base, vllm/vllm-openai:v0.32.0 (its -cu129 tag: 12.9).
+DEFAULT_IMAGE_CUDA = "13.0"
 DEFAULT_INSTANCE_TYPE = "ml.g7e.2xlarge"
 DEFAULT_NUM_SPECULATIVE_TOKENS = 7
 

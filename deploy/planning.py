@@ -15,6 +15,7 @@ from deploy.plan import Autoscaling, Component, Plan
 from deploy.requests import speculative_config
 from deploy.s3 import S3Prefix, prefix_bytes
 from deploy.sizing import GB, size_for
+from serving.preflight.cuda_driver import ami_for, ami_problem
 
 
 def autoscaling_of(args: argparse.Namespace, problems: list[str]) -> Autoscaling | None:
@@ -77,6 +78,7 @@ def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connectio
         inputs.role_problem(args.role),
         inputs.instance_type_problem(args.instance_type),
         args.inference_ami_version and inputs.ami_version_problem(args.inference_ami_version),
+        args.inference_ami_version and ami_problem(args.inference_ami_version, args.image_cuda),
     ):
         if problem:
             problems.append(problem)
@@ -132,7 +134,8 @@ def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connectio
         instance_count=args.instance_count,
         sizing=size_for(model_bytes(args, target, head, connection_for), args.instance_type),
         extra_environment=environment,
-        inference_ami_version=args.inference_ami_version,
+        # The AMI decides the host's NVIDIA driver, which must run the image's CUDA release.
+        inference_ami_version=args.inference_ami_version or ami_for(args.image_cuda),
         component=component,
         autoscaling=scaling,
     )

@@ -78,8 +78,9 @@ class Container(ABC):
         """SIGTERM (the front drains, then stops vLLM); SIGKILL after `timeout`. The exit code."""
 
     @abstractmethod
-    def kill_engine(self, sig: int = signal.SIGKILL) -> None:
-        """Send `sig` to the vLLM server process, as a crash or the OOM killer would."""
+    def kill_engine(self, sig: int = signal.SIGKILL, workers: bool = False) -> None:
+        """Send `sig` to the vLLM server process, as a crash or the OOM killer would; with
+        `workers`, to its engine-core and worker processes instead (SIGSTOP: a wedged GPU)."""
 
     def wait_exit(self, timeout: float) -> int:
         """The exit code once the container has stopped; TimeoutError after `timeout`."""

@@ -128,8 +128,11 @@ class DockerContainer(Container):
             timeout=timeout,
         )
 
-    def kill_engine(self, sig: int = signal.SIGKILL) -> None:
-        killed = self.exec("python3", "-c", in_container_script("kill_engine"), str(int(sig)))
+    def kill_engine(self, sig: int = signal.SIGKILL, workers: bool = False) -> None:
+        extra = ["workers"] if workers else []
+        killed = self.exec(
+            "python3", "-c", in_container_script("kill_engine"), str(int(sig)), *extra
+        )
         if killed.returncode != 0 or not killed.stdout.strip():
             raise RuntimeError(f"no vLLM server to kill in {self.name}: {killed.stderr}")
 

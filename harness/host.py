@@ -108,5 +108,7 @@ class HostContainer(Container):
             raise RuntimeError(f"{self.name}: the front has no vLLM child")
         return engine
 
-    def kill_engine(self, sig: int = signal.SIGKILL) -> None:
-        os.kill(self.engine_process().pid, sig)
+    def kill_engine(self, sig: int = signal.SIGKILL, workers: bool = False) -> None:
+        engine = self.engine_process()
+        for process in engine.children(recursive=True) if workers else [engine]:
+            os.kill(process.pid, sig)

@@ -122,7 +122,7 @@ def create_app(
     )
 
     def startup() -> None:
-        lifecycle.start(in_flight=lambda: gate.in_flight)
+        lifecycle.start(in_flight=lambda: gate.in_flight, metrics=metrics)
         parser.start()
         reporter.start()
         if capture is not None:

@@ -46,6 +46,7 @@ class Totals:
     requests: float = 0.0
     errors: float = 0.0
     overloaded: float = 0.0
+    engine_restarts: float = 0.0
 
 
 def engine_totals(engine_text: str) -> dict:
@@ -73,7 +74,23 @@ def front_totals(metrics: FrontMetrics) -> dict:
             status = sample.labels["status"]
             errors += sample.value if not status.isdigit() or int(status) >= 500 else 0
             overloaded += sample.value if status == "429" else 0
-    return {"requests": requests, "errors": errors, "overloaded": overloaded}
+    restarts = sum(
+        sample.value
+        for family in metrics.engine_restarts.collect()
+        for sample in family.samples
+        if sample.name.endswith("_total")
+    )
+    return {
+        "requests": requests,
+        "errors": errors,
+        "overloaded": overloaded,
+        "engine_restarts": restarts,
+    }
+
+
+def since(now: float, before: float) -> float:
+    """A counter's change; a restarted engine's counters start again from 0."""
+    return now - before if now >= before else now
 
 
 def document(
@@ -89,21 +106,24 @@ def document(
         "Requests": (now.requests - before.requests, "Count"),
         "Errors": (now.errors - before.errors, "Count"),
         "Throttled": (now.overloaded - before.overloaded, "Count"),
+        "EngineRestarts": (now.engine_restarts - before.engine_restarts, "Count"),
         "InFlight": (float(in_flight), "Count"),
         "OutputTokensPerSecond": (
-            (now.generation_tokens - before.generation_tokens) / seconds if seconds > 0 else 0.0,
+            since(now.generation_tokens, before.generation_tokens) / seconds
+            if seconds > 0
+            else 0.0,
             "Count/Second",
         ),
     }
-    drafts = now.drafts - before.drafts
-    draft_tokens = now.draft_tokens - before.draft_tokens
+    drafts = since(now.drafts, before.drafts)
+    draft_tokens = since(now.draft_tokens, before.draft_tokens)
     if drafts > 0 and draft_tokens > 0:
-        accepted = now.accepted - before.accepted
+        accepted = since(now.accepted, before.accepted)
         values["AcceptanceRate"] = (accepted / draft_tokens, "None")
         values["MeanAcceptanceLength"] = (1.0 + accepted / drafts, "None")
         for position in sorted(now.accepted_by_position):
-            accepted_here = now.accepted_by_position[position] - before.accepted_by_position.get(
-                position, 0.0
+            accepted_here = since(
+                now.accepted_by_position[position], before.accepted_by_position.get(position, 0.0)
             )
             # vLLM counts positions from 0; the metric names them as a person does, from 1.
             values[f"AcceptanceRatePosition{position + 1}"] = (accepted_here / drafts, "None")

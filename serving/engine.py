@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from serving.settings import Settings
 log = logging.getLogger("serving.engine")
 
 HEALTH_POLL_SECONDS = 0.5
+GROUP_GONE_SECONDS = 10.0
 SOCKET_NAME = "engine.sock"
 AUTOGROUP_ATTEMPTS = 50
 AUTOGROUP_RETRY_SECONDS = 0.1
@@ -89,9 +91,17 @@ async def lower_priority(pid: int, niceness: int) -> None:
 class Engine:
     """One vLLM server process. Its stdout and stderr are the container's."""
 
-    def __init__(self, argv: list[str], niceness: int = 0, env: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        argv: list[str],
+        niceness: int = 0,
+        env: Mapping[str, str] | None = None,
+        socket_path: Path | None = None,
+    ):
         self.argv = argv
         self.niceness = niceness
+        # vLLM binds its socket without removing an old one: a restart must, first.
+        self.socket_path = socket_path
         self.env = dict(env) if env is not None else None
         self.process: asyncio.subprocess.Process | None = None
 
@@ -106,6 +116,8 @@ class Engine:
     async def start(self) -> None:
         """Spawn vLLM; raises OSError when it cannot be spawned at all."""
         log.info("starting engine: %s", " ".join(redact_argv(self.argv)))
+        if self.socket_path is not None:
+            self.socket_path.unlink(missing_ok=True)
         # Its own session, so stop() can end vLLM's worker processes with it.
         self.process = await asyncio.create_subprocess_exec(
             *self.argv, env=self.env, start_new_session=True
@@ -127,6 +139,19 @@ class Engine:
     async def wait_exit(self) -> int:
         assert self.process is not None
         return await self.process.wait()
+
+    async def wait_group_gone(self, timeout: float = GROUP_GONE_SECONDS) -> None:
+        """Until no process of the engine's group is left (its workers hold the GPU's memory)."""
+        if self.process is None:
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(self.process.pid, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+            await asyncio.sleep(0.1)
+        log.warning("engine processes still present %.0f s after SIGKILL", timeout)
 
     def kill_group(self, sig: int) -> None:
         if self.process is None:

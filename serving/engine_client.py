@@ -76,6 +76,8 @@ class EngineClient:
         self.socket_path = socket_path
         self.max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
+        # Why the engine is away, for the answers of requests it leaves (a stall, a restart).
+        self.unavailable: str | None = None
 
     def session(self) -> aiohttp.ClientSession:
         # Made on first use: aiohttp wants a running event loop.
@@ -121,6 +123,11 @@ class EngineClient:
                 return response.status, await response.text()
         except (aiohttp.ClientError, OSError, TimeoutError):
             return None
+
+    async def reset(self) -> None:
+        """Drop every pooled connection: they lead to an engine that is gone."""
+        await self.aclose()
+        self._session = None
 
     async def aclose(self) -> None:
         if self._session is not None:

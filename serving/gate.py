@@ -27,6 +27,7 @@ log = logging.getLogger("serving.access")
 INFERENCE_ID_HEADER = b"x-amzn-sagemaker-inference-id"
 NOT_SERVING = {
     Status.LOADING: ("the model is still loading; retry shortly.", "10"),
+    Status.RESTARTING: ("the engine is restarting after a failure; retry shortly.", "10"),
     Status.DRAINING: ("the container is shutting down; retry on another instance.", "5"),
     Status.DEAD: ("the engine has stopped; retry on another instance.", "5"),
 }

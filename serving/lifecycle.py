@@ -1,4 +1,5 @@
-"""The container's life: loading -> ready -> draining -> stopped, or dead when the engine ends.
+"""The container's life: loading -> ready -> draining -> stopped; ready -> restarting -> ready
+when the engine dies or stalls and a restart is left (serving/restarts.py); dead when not.
 
 /ping and the request gate read `status`; the drain reads the gate's in-flight count.
 Nothing here blocks the event loop.
@@ -12,10 +13,16 @@ import logging
 import signal
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from serving import exit_codes
 from serving.engine import Engine, EngineExited
 from serving.engine_client import EngineClient
+from serving.restarts import RestartBudget, describe_exit
+from serving.stall_watch import StallWatch
+
+if TYPE_CHECKING:
+    from serving.metrics import FrontMetrics
 
 log = logging.getLogger("serving.lifecycle")
 
@@ -23,6 +30,7 @@ log = logging.getLogger("serving.lifecycle")
 class Status(enum.Enum):
     LOADING = "loading"
     READY = "ready"
+    RESTARTING = "restarting"
     DRAINING = "draining"
     DEAD = "dead"
 
@@ -35,6 +43,8 @@ class Lifecycle:
         drain_seconds: float,
         engine_exit_seconds: float,
         request_exit: Callable[[int], None],
+        restarts: RestartBudget | None = None,
+        stall_seconds: float = 0.0,
     ):
         self.engine = engine
         self.client = client
@@ -46,17 +56,22 @@ class Lifecycle:
         self.started_at = time.monotonic()
         self.ready_at: float | None = None
         self.died = asyncio.Event()
+        self.restarts = restarts or RestartBudget(0, 1.0)
+        self.stall_seconds = stall_seconds
+        self.metrics: FrontMetrics | None = None
         self._tasks: list[asyncio.Task] = []
 
     @property
     def ready(self) -> bool:
         return self.status is Status.READY
 
-    def start(self, in_flight: Callable[[], int]) -> None:
+    def start(self, in_flight: Callable[[], int], metrics: FrontMetrics | None = None) -> None:
         """Start the engine's supervision; returns at once (the engine loads in the background).
 
-        `in_flight` reads the number of requests the drain waits for."""
+        `in_flight` reads the number of requests the drain waits for; `metrics` counts
+        restarts and stalls."""
         self.in_flight = in_flight
+        self.metrics = metrics
         self._tasks.append(asyncio.create_task(self._supervise(), name="engine-supervisor"))
 
     async def _supervise(self) -> None:
@@ -78,9 +93,68 @@ class Lifecycle:
             self.status = Status.READY
             self.ready_at = time.monotonic()
             log.info("engine ready after %.1f s; serving", self.ready_at - self.started_at)
-        # stop() cancels this task before ending the engine, so any exit seen here is a death.
-        code = await self.engine.wait_exit()
-        raise EngineExited(f"engine exited with code {code}")
+        while True:
+            # stop() cancels this task before ending the engine, so any end seen here is a
+            # death or a stall.
+            reason, what = await self._until_failure()
+            if self.status is not Status.READY:
+                raise EngineExited(f"the engine {what} while the container was {self.status.value}")
+            if not self.restarts.take(time.monotonic()):
+                raise EngineExited(f"the engine {what}; {self.restarts.spent()}")
+            await self._restart(reason, what)
+
+    async def _until_failure(self) -> tuple[str, str]:
+        """("exit", how it ended) when the engine ends; ("stall", what was seen) when it
+        stops making progress, after ending it."""
+        exited = asyncio.ensure_future(self.engine.wait_exit())
+        watch = StallWatch(self.stall_seconds, self._engine_metrics, self.in_flight)
+        stalled = asyncio.ensure_future(
+            watch.watch() if self.stall_seconds > 0 else asyncio.Event().wait()
+        )
+        try:
+            await asyncio.wait({exited, stalled}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (exited, stalled):
+                task.cancel()
+        if exited.done() and not exited.cancelled():
+            return "exit", describe_exit(exited.result())
+        seen = stalled.result()
+        log.error("engine stalled: %s", seen)
+        if self.metrics is not None:
+            self.metrics.engine_stalls.inc()
+        # Requests in flight get their answers from the relay as the engine goes.
+        self.client.unavailable = f"the engine stalled ({seen}); retry shortly."
+        self.engine.kill_group(signal.SIGKILL)
+        return "stall", f"stalled: {seen}"
+
+    async def _restart(self, reason: str, what: str) -> None:
+        began = time.monotonic()
+        self.status = Status.RESTARTING
+        self.client.unavailable = self.client.unavailable or (
+            f"the engine {what}; it is being restarted: retry shortly."
+        )
+        log.error("the engine %s; restarting it in place", what)
+        if self.metrics is not None:
+            self.metrics.engine_restarts.labels(reason).inc()
+        # What is left of it goes first: workers included, and the GPU memory they hold.
+        self.engine.kill_group(signal.SIGKILL)
+        await self.engine.wait_exit()
+        await self.engine.wait_group_gone()
+        await self.client.reset()
+        await self.engine.start()
+        # An engine that cannot start again is a start-up error: EngineExited ends the
+        # container, as on a first start.
+        await self.engine.wait_ready(self.client)
+        self.client.unavailable = None
+        if self.status is Status.RESTARTING:
+            self.status = Status.READY
+        log.warning(
+            "engine restarted after it %s: ready again in %.1f s", what, time.monotonic() - began
+        )
+
+    async def _engine_metrics(self) -> str | None:
+        answer = await self.client.get("/metrics", timeout=5.0)
+        return answer[1] if answer is not None and answer[0] == 200 else None
 
     def _engine_died(self, reason: str) -> None:
         log.error("%s; the container stops so the platform can replace it", reason)

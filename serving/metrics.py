@@ -141,8 +141,20 @@ class FrontMetrics:
         self.rejected = Counter(
             "serving_requests_rejected",
             "Requests refused before reaching the engine, by reason "
-            "(overload answers 429; loading, draining and dead answer 503).",
+            "(overload answers 429; loading, restarting, draining and dead answer 503).",
             ["reason"],
+            registry=self.registry,
+        )
+        self.engine_restarts = Counter(
+            "serving_engine_restarts",
+            "Engine restarts in place, by reason (exit: it ended; stall: it stopped making "
+            "progress).",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.engine_stalls = Counter(
+            "serving_engine_stalls",
+            "Times the engine had work and made no progress for SERVING_ENGINE_STALL_SECONDS.",
             registry=self.registry,
         )
 

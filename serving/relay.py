@@ -103,7 +103,7 @@ class Relay:
             upstream = sending.result()
         except EngineError as error:
             log.warning("engine request to %s failed: %s", printable(target), error)
-            return error_response(503, ENGINE_GONE, "EngineUnavailable", {"Retry-After": "5"})
+            return self.engine_gone()
         record = record_of(request.scope)
         if self.wants_capture(record, upstream.status, content):
             record.capture_request = content
@@ -125,7 +125,7 @@ class Relay:
             body = await upstream.read()
         except EngineError as error:
             log.warning("engine answer broke off: %s", error)
-            return error_response(503, ENGINE_GONE, "EngineUnavailable", {"Retry-After": "5"})
+            return self.engine_gone()
         finally:
             upstream.close()
         watcher = AnswerWatcher(upstream.header("content-type"))
@@ -168,10 +168,16 @@ class Relay:
             log.warning("engine answer broke off: %s", error)
             if not content_type.startswith("text/event-stream"):
                 # Ending the body cleanly would hand the client a cut answer as a success.
-                raise AnswerCut(ENGINE_GONE) from None
-            yield sse_error(503, ENGINE_GONE, "EngineUnavailable")
+                raise AnswerCut(self.client.unavailable or ENGINE_GONE) from None
+            yield sse_error(503, self.client.unavailable or ENGINE_GONE, "EngineUnavailable")
         finally:
             upstream.close()
+
+    def engine_gone(self) -> Response:
+        """The answer for a request the engine dropped: why, when the front knows."""
+        return error_response(
+            503, self.client.unavailable or ENGINE_GONE, "EngineUnavailable", {"Retry-After": "5"}
+        )
 
     def wants_capture(self, record: RequestRecord, status: int, content: bytes) -> bool:
         route = record.route

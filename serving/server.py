@@ -23,6 +23,7 @@ from serving.lifecycle import Lifecycle
 from serving.logs import printable
 from serving.protocol import FrontProtocol
 from serving.relay import Relay
+from serving.restarts import RestartBudget
 from serving.settings import Settings
 
 log = logging.getLogger("serving.server")
@@ -137,6 +138,7 @@ def serve(settings: Settings) -> int:
         build_argv(settings, socket_path),
         settings.engine_niceness,
         engine_environment(settings, os.environ),
+        socket_path,
     )
     try:
         capture = open_capture(settings)
@@ -168,6 +170,8 @@ def serve(settings: Settings) -> int:
         drain_seconds=settings.drain_seconds,
         engine_exit_seconds=settings.engine_exit_seconds,
         request_exit=server.request_exit,
+        restarts=RestartBudget(settings.engine_restarts, settings.engine_restart_window_seconds),
+        stall_seconds=settings.engine_stall_seconds,
     )
     server.lifecycle = lifecycle
     config.app = create_app(settings, lifecycle, relay, capture)

@@ -88,6 +88,12 @@ class Settings(BaseSettings):
         30.0, validation_alias="SERVING_BODY_TIMEOUT_SECONDS", gt=0, examples=[30]
     )
     engine_niceness: int = Field(10, validation_alias="SERVING_ENGINE_NICE", ge=0, le=19)
+    # Self-healing (serving/stall_watch.py, serving/lifecycle.py).
+    engine_stall_seconds: float = Field(60.0, validation_alias="SERVING_ENGINE_STALL_SECONDS", ge=0)
+    engine_restarts: int = Field(2, validation_alias="SERVING_ENGINE_RESTARTS", ge=0)
+    engine_restart_window_seconds: float = Field(
+        900.0, validation_alias="SERVING_ENGINE_RESTART_WINDOW_SECONDS", gt=0
+    )
     log_format: Annotated[LogFormat, BeforeValidator(str.lower)] = Field(
         "plain", validation_alias=LOG_FORMAT_VAR
     )

@@ -112,8 +112,9 @@ CONFIGURATIONS = {
     # Containers that a test stops: one by SIGTERM, one by killing its engine.
     "drain": lambda: demo_env(SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)),
     # Its front outlives the engine by 10 s (3 by default), longer than the checks made
-    # after the kill take (up to 7 s), so they never race its exit.
-    "doomed": lambda: demo_env(SERVING_ENGINE_EXIT_SECONDS="10"),
+    # after the kill take (up to 7 s), so they never race its exit; no restart, so the
+    # engine's death ends it (SERVING_ENGINE_RESTARTS=0: exit at once, as before restarts).
+    "doomed": lambda: demo_env(SERVING_ENGINE_EXIT_SECONDS="10", SERVING_ENGINE_RESTARTS="0"),
 }
 
 

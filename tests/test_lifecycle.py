@@ -16,6 +16,7 @@ import pytest
 
 from serving import exit_codes
 from serving.engine import Engine
+from serving.engine_client import EngineClient
 from serving.lifecycle import Lifecycle, Status
 from serving.metrics import ENGINE_UP
 from tests.support.raw_http import connect, read_all
@@ -259,16 +260,16 @@ def supervise(argv: list[str], niceness: int = 0) -> tuple[Lifecycle, list[int]]
 
     async def run() -> Lifecycle:
         # Nothing listens there: health checks fail at once, as while vLLM loads.
-        transport = httpx.AsyncHTTPTransport(uds="/nonexistent/engine.sock")
-        async with httpx.AsyncClient(base_url="http://engine", transport=transport) as client:
-            lifecycle = Lifecycle(
-                Engine(argv, niceness), client, drain_seconds=1, engine_exit_seconds=0.1,
-                request_exit=exits.append,
-            )  # fmt: skip
-            lifecycle.start(in_flight=lambda: 0)
-            async with asyncio.timeout(20):
-                while not exits:
-                    await asyncio.sleep(0.05)
+        client = EngineClient("/nonexistent/engine.sock", max_connections=4)
+        lifecycle = Lifecycle(
+            Engine(argv, niceness), client, drain_seconds=1, engine_exit_seconds=0.1,
+            request_exit=exits.append,
+        )  # fmt: skip
+        lifecycle.start(in_flight=lambda: 0)
+        async with asyncio.timeout(20):
+            while not exits:
+                await asyncio.sleep(0.05)
+        await client.aclose()
         return lifecycle
 
     return asyncio.run(run()), exits

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from serving.engine_args.flags import shortcut_flags
 from serving.preflight.cpu_build import check_cpu_preload
+from serving.preflight.cuda_driver import check_cuda_driver
 from serving.preflight.drafter import load_head, local_drafter_dir, read_head_config
 from serving.preflight.heads import check_head, check_not_an_eagle3_head
 from serving.preflight.shared_memory import check_shared_memory
@@ -72,6 +73,7 @@ def check(settings: Settings, environ: Mapping[str, str] | None = None) -> Repor
     """Every problem with the machine and the speculation set-up, before any weights load."""
     env = os.environ if environ is None else environ
     report = Report()
+    check_cuda_driver(env, report.errors)
     check_shared_memory(settings, env, report.errors)
     config = settings.speculative_config
     shortcuts = shortcut_flags(settings.engine_flags)

@@ -41,5 +41,7 @@ CREATE_MODEL = {
 ARGS = (
     "--model-gb", "31",
     "--env", "SM_VLLM_MAX_MODEL_LEN=32768",
+    # An AMI with driver 550 runs an image on the CUDA 12.9 base.
+    "--image-cuda", "12.9",
     "--inference-ami-version", "al2-ami-sagemaker-inference-gpu-3-1",
 )  # fmt: skip
