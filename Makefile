@@ -134,7 +134,9 @@ image-cpu: setup
 # host suite's tests that apply to any container (same functions, docker backend).
 image-test: image-cpu trained-model
 	$(PY) -m pytest --backend docker --image $(IMAGE_CPU) tests/image tests/test_app.py \
-		tests/test_lifecycle.py::test_engine_death_fails_requests_fast_and_exits_non_zero
+		tests/test_lifecycle.py::test_engine_death_fails_requests_fast_and_exits_non_zero \
+		tests/test_self_healing.py \
+		--deselect tests/test_self_healing.py::test_a_restart_that_fails_ends_the_container_and_says_why
 
 format: setup
 	$(VENV)/bin/ruff format serving bench image_build model_data_sources deploy local_runtime capture tests harness

@@ -144,7 +144,12 @@ class Lifecycle:
         await self.engine.start()
         # An engine that cannot start again is a start-up error: EngineExited ends the
         # container, as on a first start.
-        await self.engine.wait_ready(self.client)
+        try:
+            await self.engine.wait_ready(self.client)
+        except EngineExited as error:
+            raise EngineExited(
+                f"the engine could not start again after it {what}: {error}"
+            ) from None
         self.client.unavailable = None
         if self.status is Status.RESTARTING:
             self.status = Status.READY

@@ -1,11 +1,13 @@
 """Self-healing on the real engine: a stalled engine (its engine-core and worker processes
 stopped, as by a kernel that never returns) is noticed and restarted in place, a killed one
 too, until the restart budget is spent; then the container exits non-zero. Each test says
-what every request got, and when. The phases run in order on one container."""
+what every request got, and when. The first three phases run in order on one container; the
+last two end containers of their own."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import threading
 import time
@@ -14,32 +16,41 @@ import httpx
 import pytest
 
 from serving import exit_codes
-from tests.support.containers import Container, ImageContainer, demo_env
+from tests.support.containers import (
+    DEMO_ROOT,
+    Container,
+    ImageContainer,
+    demo_env,
+    host_environment,
+)
 from tests.support.stalls import WATCH
 
 STALL_SECONDS = 6
 LONG = {
     "messages": [{"role": "user", "content": "def fibonacci(n):"}],
-    "max_tokens": 3000,
+    "max_tokens": 1900,
     "temperature": 0,
     "ignore_eos": True,
 }
 
 
+def started(request, name: str, env: dict[str, str]):
+    """A container of its own (its engine is stopped and killed), on either backend."""
+    if request.config.getoption("--backend") == "docker":
+        container = ImageContainer(name, env, request.config.getoption("--image"))
+    else:
+        container = Container(name, env)
+    container.start()
+    container.wait_ready()
+    return container
+
+
 @pytest.fixture(scope="module")
 def healing(demo_root, request):
-    """A container of its own (its engine is stopped and killed), on either backend."""
     env = demo_env(SERVING_ENGINE_STALL_SECONDS=str(STALL_SECONDS), SERVING_ENGINE_RESTARTS="2")
-    if request.config.getoption("--backend") == "docker":
-        container = ImageContainer("healing", env, request.config.getoption("--image"))
-    else:
-        container = Container("healing", env)
-    container.start()
-    try:
-        container.wait_ready()
-        yield container
-    finally:
-        container.stop()
+    container = started(request, "healing", env)
+    yield container
+    container.stop()
 
 
 def in_background(call) -> tuple[threading.Thread, dict]:
@@ -127,3 +138,35 @@ def test_one_death_more_than_allowed_ends_the_container(healing):
     code = healing.wait_exit(timeout=60)
     assert code == exit_codes.ENGINE_DIED
     assert "2 restart(s) in the last 900 s already" in healing.log_text()
+
+
+def test_a_stop_during_a_restart_exits_0_within_sagemakers_30_s(demo_root, request):
+    container = started(request, "interrupted", demo_env(SERVING_ENGINE_RESTARTS="2"))
+    try:
+        container.kill_engine(signal.SIGKILL)
+        wait_ping(container, 503, timeout=30)
+        time.sleep(2)  # the new engine is loading
+        assert "restarting it in place" in container.log_text()
+        began = time.monotonic()
+        code = container.stop(timeout=30)
+        assert code == 0
+        assert WATCH.since(began) < 30
+    finally:
+        container.stop()
+
+
+def test_a_restart_that_fails_ends_the_container_and_says_why(demo_root, tmp_path):
+    """Host only: the model tree is broken under the running container before its engine is
+    killed, so the restart cannot load it."""
+    tree = shutil.copytree(DEMO_ROOT, tmp_path / "opt_ml")
+    container = Container("unrestartable", host_environment(OPT_ML_ROOT=str(tree)))
+    container.start()
+    try:
+        container.wait_ready()
+        (tree / "model" / "config.json").write_text("{")
+        container.kill_engine(signal.SIGKILL)
+        code = container.wait_exit(timeout=180)
+        assert code == exit_codes.ENGINE_DIED
+        assert "could not start again after it was killed by signal SIGKILL" in container.log_text()
+    finally:
+        container.stop()
