@@ -8,6 +8,7 @@
               (--body-mb 5: clients post 5 MiB chat payloads; /ping every 20 ms)
   coldstart   time to the first /ping 200, front and bare vLLM side by side
   image       the built image against the host process: start-up, docker stop, engine kill
+  fault       engine stalled and killed, host and image: time to /ping 503 and back to 200
   retrain     capture a prose workload, fine-tune the P-EAGLE head on it, compare both heads
   ab          one configuration with two environments side by side (the cost of a setting)
 
@@ -24,6 +25,7 @@ from bench.commands import (
     ab,
     coldstart,
     crosscheck,
+    fault,
     image,
     load,
     overhead,
@@ -32,7 +34,7 @@ from bench.commands import (
     sweep,
 )
 
-COMMANDS = (run, sweep, overhead, crosscheck, load, coldstart, image, retrain, ab)
+COMMANDS = (run, sweep, overhead, crosscheck, load, coldstart, image, fault, retrain, ab)
 
 
 def build_parser() -> argparse.ArgumentParser:
