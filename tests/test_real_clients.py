@@ -70,62 +70,62 @@ def check(results: dict, expected: dict[str, str]) -> None:
         pytest.xfail("; ".join(upstream))
 
 
-def test_litellm_sagemaker_chat_and_tgi_routes(runtime_url, greedy):
-    results = run_calls("litellm-langchain", "litellm_calls.py", runtime_url, ENDPOINT, MAX_TOKENS)
-    check(
-        results,
+# Each client's script, its environment, whether it calls the local runtime or the
+# container's /v1, and its cases with the greedy text each must return: the chat's, or the
+# bare prompt's (TGI's inputs).
+CLIENTS = {
+    "litellm": (
+        "litellm-langchain",
+        "litellm_calls.py",
+        "runtime",
         {
-            "sagemaker_chat": greedy["chat"],
-            "sagemaker_chat stream": greedy["chat"],
-            "sagemaker": greedy["prompt"],
+            "sagemaker_chat": "chat",
+            "sagemaker_chat stream": "chat",
+            "sagemaker": "prompt",
             # LiteLLM drops a stream's leading whitespace-only chunk on this route.
-            "sagemaker stream": greedy["prompt"].lstrip(),
+            "sagemaker stream": "prompt, its leading whitespace dropped",
         },
-    )
-
-
-def test_langchain_chat_and_llm_endpoints(runtime_url, greedy):
-    results = run_calls(
-        "litellm-langchain", "langchain_calls.py", runtime_url, ENDPOINT, MAX_TOKENS
-    )
-    check(
-        results,
+    ),
+    "langchain": (
+        "litellm-langchain",
+        "langchain_calls.py",
+        "runtime",
         {
-            "ChatSagemakerEndpoint": greedy["chat"],
-            "ChatSagemakerEndpoint stream": greedy["chat"],
-            "SagemakerEndpoint": greedy["prompt"],
-            "SagemakerEndpoint stream": greedy["prompt"],
-            "SagemakerEndpoint stream, no stream in body": greedy["prompt"],
+            "ChatSagemakerEndpoint": "chat",
+            "ChatSagemakerEndpoint stream": "chat",
+            "SagemakerEndpoint": "prompt",
+            "SagemakerEndpoint stream": "prompt",
+            "SagemakerEndpoint stream, no stream in body": "prompt",
         },
-    )
+    ),
+    "sagemaker sdk v2": (
+        "sagemaker-v2",
+        "sagemaker_v2_calls.py",
+        "runtime",
+        {"Predictor bytes": "chat", "Predictor JSON": "chat", "predict_stream": "chat"},
+    ),
+    "sagemaker sdk v3": (
+        "sagemaker-v3",
+        "sagemaker_v3_calls.py",
+        "runtime",
+        {"Endpoint.invoke": "chat", "Endpoint.invoke_with_response_stream": "chat"},
+    ),
+    "openai sdk": (
+        "openai",
+        "openai_calls.py",
+        "container",
+        {"chat": "chat", "chat stream": "chat"},
+    ),
+}
 
 
-def test_sagemaker_sdk_v2_predictor(runtime_url, greedy):
-    results = run_calls("sagemaker-v2", "sagemaker_v2_calls.py", runtime_url, ENDPOINT, MAX_TOKENS)
-    check(
-        results,
-        {
-            "Predictor bytes": greedy["chat"],
-            "Predictor JSON": greedy["chat"],
-            "predict_stream": greedy["chat"],
-        },
-    )
-
-
-def test_sagemaker_sdk_v3_endpoint(runtime_url, greedy):
-    results = run_calls("sagemaker-v3", "sagemaker_v3_calls.py", runtime_url, ENDPOINT, MAX_TOKENS)
-    check(
-        results,
-        {
-            "Endpoint.invoke": greedy["chat"],
-            "Endpoint.invoke_with_response_stream": greedy["chat"],
-        },
-    )
-
-
-def test_openai_sdk_on_v1(peagle, greedy):
-    results = run_calls("openai", "openai_calls.py", peagle.url, ENDPOINT, MAX_TOKENS)
-    check(results, {"chat": greedy["chat"], "chat stream": greedy["chat"]})
+@pytest.mark.parametrize("client", list(CLIENTS))
+def test_the_client_returns_the_greedy_text_sync_and_streamed(client, peagle, runtime_url, greedy):
+    env, script, target, cases = CLIENTS[client]
+    url = runtime_url if target == "runtime" else peagle.url
+    results = run_calls(env, script, url, ENDPOINT, MAX_TOKENS)
+    texts = {**greedy, "prompt, its leading whitespace dropped": greedy["prompt"].lstrip()}
+    check(results, {case: texts[kind] for case, kind in cases.items()})
 
 
 # The snippets a reader copies (docs/clients.md), run as they are in each client's own

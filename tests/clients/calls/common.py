@@ -40,6 +40,16 @@ def runtime_client():
     )
 
 
+def chat_stream_text(raw: bytes) -> str:
+    """The text of an OpenAI chat stream's server-sent events."""
+    text = ""
+    for line in raw.decode().splitlines():
+        if line.startswith("data: ") and line != "data: [DONE]":
+            choices = json.loads(line[len("data: ") :])["choices"]
+            text += choices[0]["delta"].get("content") or "" if choices else ""
+    return text
+
+
 def report(cases: dict[str, Callable[[], str]]) -> None:
     results = {}
     for name, call in cases.items():

@@ -8,7 +8,14 @@ import os
 
 os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
 
-from common import ENDPOINT, MAX_TOKENS, MESSAGES, report, runtime_client  # noqa: E402
+from common import (  # noqa: E402
+    ENDPOINT,
+    MAX_TOKENS,
+    MESSAGES,
+    chat_stream_text,
+    report,
+    runtime_client,
+)
 from sagemaker.deserializers import JSONDeserializer  # noqa: E402
 from sagemaker.predictor import Predictor  # noqa: E402
 from sagemaker.serializers import JSONSerializer  # noqa: E402
@@ -37,13 +44,7 @@ def with_json() -> str:
 
 def streamed() -> str:
     predictor = Predictor(ENDPOINT, sagemaker_session=session, serializer=JSONSerializer())
-    raw = b"".join(predictor.predict_stream({**PAYLOAD, "stream": True}))
-    text = ""
-    for line in raw.decode().splitlines():
-        if line.startswith("data: ") and line != "data: [DONE]":
-            choices = json.loads(line[len("data: ") :])["choices"]
-            text += choices[0]["delta"].get("content") or "" if choices else ""
-    return text
+    return chat_stream_text(b"".join(predictor.predict_stream({**PAYLOAD, "stream": True})))
 
 
 report({"Predictor bytes": plain, "Predictor JSON": with_json, "predict_stream": streamed})

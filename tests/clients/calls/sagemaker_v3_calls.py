@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from common import ENDPOINT, MAX_TOKENS, MESSAGES, RUNTIME_URL, report
+from common import ENDPOINT, MAX_TOKENS, MESSAGES, RUNTIME_URL, chat_stream_text, report
 
 os.environ["AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME"] = RUNTIME_URL
 
@@ -31,12 +31,7 @@ def streamed() -> str:
     for event in answer.body:
         part = event.get("PayloadPart") if isinstance(event, dict) else None
         raw += part["Bytes"] if part else b""
-    text = ""
-    for line in raw.decode().splitlines():
-        if line.startswith("data: ") and line != "data: [DONE]":
-            choices = json.loads(line[len("data: ") :])["choices"]
-            text += choices[0]["delta"].get("content") or "" if choices else ""
-    return text
+    return chat_stream_text(raw)
 
 
 report({"Endpoint.invoke": invoke, "Endpoint.invoke_with_response_stream": streamed})
