@@ -97,30 +97,40 @@ def check_size(shape: Shape, size: int, unit: str, path: str, found: list[str]) 
         found.append(f"{path} has {size} {unit}; {shape.name} allows at most {high}.")
 
 
+# A sized shape's Python types, what it must be called, and what its size counts.
+SIZED = {
+    "list": ((list, tuple), "a list", "items"),
+    "map": ((Mapping,), "an object", "entries"),
+    "string": ((str,), "a string", "characters"),
+}
+
+
+def is_sized(shape: Shape, value: Any, path: str, found: list[str]) -> bool:
+    """The value has the shape's type (its size checked too); else False, said in `found`."""
+    types, called, unit = SIZED[shape.type_name]
+    if not isinstance(value, types):
+        found.append(f"{path} is {value!r}; it must be {called} ({shape.name}).")
+        return False
+    check_size(shape, len(value), unit, path, found)
+    return True
+
+
 def check_list(shape: Shape, value: Any, path: str, found: list[str]) -> None:
-    if not isinstance(value, list | tuple):
-        found.append(f"{path} is {value!r}; it must be a list ({shape.name}).")
-        return
-    check_size(shape, len(value), "items", path, found)
-    for index, item in enumerate(value):
-        check(shape.member, item, f"{path}[{index}]", found)
+    if is_sized(shape, value, path, found):
+        for index, item in enumerate(value):
+            check(shape.member, item, f"{path}[{index}]", found)
 
 
 def check_map(shape: Shape, value: Any, path: str, found: list[str]) -> None:
-    if not isinstance(value, Mapping):
-        found.append(f"{path} is {value!r}; it must be an object ({shape.name}).")
-        return
-    check_size(shape, len(value), "entries", path, found)
-    for key, item in value.items():
-        check(shape.key, key, f"{path} key {key!r}", found)
-        check(shape.value, item, f"{path}[{key!r}]", found)
+    if is_sized(shape, value, path, found):
+        for key, item in value.items():
+            check(shape.key, key, f"{path} key {key!r}", found)
+            check(shape.value, item, f"{path}[{key!r}]", found)
 
 
 def check_string(shape: Shape, value: Any, path: str, found: list[str]) -> None:
-    if not isinstance(value, str):
-        found.append(f"{path} is {value!r}; it must be a string ({shape.name}).")
+    if not is_sized(shape, value, path, found):
         return
-    check_size(shape, len(value), "characters", path, found)
     if shape.enum and value not in shape.enum:
         close = difflib.get_close_matches(value, shape.enum, n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(close)}?" if close else f"use one of {shape.name}."

@@ -8,6 +8,7 @@ where the container's logs are.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ HEARTBEAT_SECONDS = 300.0
 MAX_WAIT_SECONDS = 3 * 3600.0
 ENDPOINT_FAILED = frozenset({"Failed", "OutOfService", "UpdateRollbackFailed"})
 COMPONENT_FAILED = frozenset({"Failed"})
+IN_SERVICE = frozenset({"InService"})
 
 
 @dataclass
@@ -48,16 +50,16 @@ def where_logs_are(region: str, endpoint_name: str) -> str:
     )
 
 
-def poll(
+def until_in_service(
     describe: Callable[[], dict[str, Any]],
     status_key: str,
     what: str,
-    done: frozenset[str],
     failed: frozenset[str],
     out: TextIO,
     clock: Clock,
 ) -> dict[str, Any]:
-    """Describe until the status is in `done` or `failed`; the last description."""
+    """Describe until the status is InService or in `failed`; the last description."""
+    done = IN_SERVICE
     start = clock.now()
     last_status, last_heartbeat = None, start
     while True:
@@ -94,15 +96,9 @@ def wait_for_endpoint(
     After an update that fails, SageMaker rolls back and the endpoint is InService again on
     the old config: `expected_config` tells that apart from success.
     """
-    description = poll(
-        lambda: sagemaker.describe_endpoint(EndpointName=endpoint_name),
-        "EndpointStatus",
-        f"endpoint {endpoint_name}",
-        frozenset({"InService"}),
-        ENDPOINT_FAILED,
-        out,
-        clock,
-    )
+    describe = functools.partial(sagemaker.describe_endpoint, EndpointName=endpoint_name)
+    what = f"endpoint {endpoint_name}"
+    description = until_in_service(describe, "EndpointStatus", what, ENDPOINT_FAILED, out, clock)
     status = description["EndpointStatus"]
     rolled_back = expected_config and description.get("EndpointConfigName") != expected_config
     if status in ENDPOINT_FAILED or rolled_back:
@@ -128,15 +124,12 @@ def wait_for_component(
     out: TextIO,
     clock: Clock,
 ) -> dict[str, Any]:
-    description = poll(
-        lambda: sagemaker.describe_inference_component(InferenceComponentName=component_name),
-        "InferenceComponentStatus",
-        f"inference component {component_name}",
-        frozenset({"InService"}),
-        COMPONENT_FAILED,
-        out,
-        clock,
+    describe = functools.partial(
+        sagemaker.describe_inference_component, InferenceComponentName=component_name
     )
+    what = f"inference component {component_name}"
+    status_key = "InferenceComponentStatus"
+    description = until_in_service(describe, status_key, what, COMPONENT_FAILED, out, clock)
     if description["InferenceComponentStatus"] in COMPONENT_FAILED:
         reason = description.get("FailureReason", "SageMaker gave no reason")
         raise DeployFailed(

@@ -119,19 +119,13 @@ class FrontMetrics:
             ["route", "status"],
             registry=self.registry,
         )
-        self.latency = Histogram(
+        self.latency = self.route_histogram(
             "serving_request_duration_seconds",
             "Time from request start to the last byte of the answer.",
-            ["route"],
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
         )
-        self.first_byte = Histogram(
+        self.first_byte = self.route_histogram(
             "serving_stream_first_byte_seconds",
             "Time from request start to the first event of a streamed answer.",
-            ["route"],
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
         )
         self.in_flight = Gauge(
             "serving_requests_in_flight",
@@ -156,6 +150,11 @@ class FrontMetrics:
             "serving_engine_stalls",
             "Times the engine had work and made no progress for SERVING_ENGINE_STALL_SECONDS.",
             registry=self.registry,
+        )
+
+    def route_histogram(self, name: str, documentation: str) -> Histogram:
+        return Histogram(
+            name, documentation, ["route"], buckets=LATENCY_BUCKETS, registry=self.registry
         )
 
     def render(self, engine_text: str | None) -> bytes:

@@ -42,6 +42,27 @@ def add_command(
     return sub
 
 
+def add_levels_command(
+    commands: Any,
+    name: str,
+    handler: Handler,
+    help_text: str,
+    levels: list[int],
+    max_tokens: int = 128,
+    sagemaker: bool = False,
+) -> argparse.ArgumentParser:
+    """A subcommand that loads one target at concurrency levels (--concurrency)."""
+    parser = add_command(commands, name, handler, help_text, max_tokens)
+    add_target_args(parser, sagemaker=sagemaker)
+    parser.add_argument(
+        "--concurrency",
+        type=int_list,
+        default=list(levels),
+        help=f"levels, default {','.join(map(str, levels))}",
+    )
+    return parser
+
+
 def add_out_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out-dir",

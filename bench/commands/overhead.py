@@ -12,14 +12,7 @@ import httpx
 
 from bench import report
 from bench.client import RequestResult, send
-from bench.commands.common import (
-    add_command,
-    add_target_args,
-    int_list,
-    sampled_payloads,
-    serving_target,
-    settings_of,
-)
+from bench.commands.common import add_levels_command, sampled_payloads, serving_target, settings_of
 from bench.targets import READ_TIMEOUT_SECONDS
 from serving.engine_client import ENGINE_ORIGIN as ENGINE_BASE_URL
 
@@ -63,10 +56,9 @@ def process_cpu(container: Any):
 
 
 def add_parser(commands: Any) -> None:
-    parser = add_command(
-        commands, "overhead", command, "front overhead against the bare engine", 64
+    parser = add_levels_command(
+        commands, "overhead", command, "front overhead against the bare engine", [1, 32], 64
     )
-    add_target_args(parser)
     parser.add_argument(
         "--engine-socket",
         type=Path,
@@ -77,7 +69,6 @@ def add_parser(commands: Any) -> None:
         help="measure the local SageMaker Runtime (make local-runtime) in front of --url "
         "instead: the same requests to the container and through the runtime",
     )
-    parser.add_argument("--concurrency", type=int_list, default=[1, 32], help="default 1,32")
     parser.add_argument(
         "--rounds",
         type=int,

@@ -8,25 +8,18 @@ import asyncio
 from typing import Any
 
 from bench import report
-from bench.commands.common import (
-    add_command,
-    add_target_args,
-    int_list,
-    sampled_payloads,
-    serving_target,
-    settings_of,
-)
+from bench.commands.common import add_levels_command, sampled_payloads, serving_target, settings_of
 from bench.run import DEFAULT_CONCURRENCY
 
 
 def add_parser(commands: Any) -> None:
-    parser = add_command(commands, "run", command, "concurrency sweep against one target")
-    add_target_args(parser, sagemaker=True)
-    parser.add_argument(
-        "--concurrency",
-        type=int_list,
-        default=list(DEFAULT_CONCURRENCY),
-        help="levels, default 1,4,8,32",
+    parser = add_levels_command(
+        commands,
+        "run",
+        command,
+        "concurrency sweep against one target",
+        list(DEFAULT_CONCURRENCY),
+        sagemaker=True,
     )
     parser.add_argument("--name", default="bench", help="file name stem of the results")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from serving.engine_args.speculative import DRAFTER_CHANNEL_METHODS
-from serving.preflight.files import CONFIG_FILE, UnreadableFile, read_json_object
+from serving.preflight.files import read_config
 from serving.preflight.head_config import HeadConfig
 from serving.preflight.head_layouts import parse_head_config
 from serving.preflight.safetensors_headers import Tensor, read_tensors
@@ -98,19 +98,10 @@ def missing_drafter(method: str, settings: Settings) -> str:
 
 def read_head_config(head_dir: Path, errors: list[str]) -> HeadConfig | None:
     """The head's config.json as a HeadConfig; each problem with it goes to `errors`."""
-    config_path = head_dir / CONFIG_FILE
-    if not config_path.is_file():
-        errors.append(
-            f"drafter {head_dir} has no config.json; upload the head's config.json next to its "
-            "weights."
-        )
-        return None
-    try:
-        raw = read_json_object(config_path, "drafter")
-    except UnreadableFile as error:
-        errors.append(str(error))
-        return None
-    return parse_head_config(raw, config_path, errors)
+    found = read_config(
+        head_dir, "drafter", "upload the head's config.json next to its weights.", errors
+    )
+    return None if found is None else parse_head_config(found[1], found[0], errors)
 
 
 def load_head(

@@ -13,6 +13,22 @@ class UnreadableFile(Exception):
     """A file that cannot be read; the message is one sentence a user can act on."""
 
 
+def read_config(
+    directory: Path, what: str, missing_fix: str, errors: list[str]
+) -> tuple[Path, dict[str, Any]] | None:
+    """`directory`'s config.json and its object, or None with the problem in `errors`: its
+    absence (with `missing_fix`, what to upload) or why it cannot be read."""
+    config_path = directory / CONFIG_FILE
+    if not config_path.is_file():
+        errors.append(f"{what.split()[0]} {directory} has no config.json; {missing_fix}")
+        return None
+    try:
+        return config_path, read_json_object(config_path, what)
+    except UnreadableFile as error:
+        errors.append(str(error))
+        return None
+
+
 def read_json_object(path: Path, what: str) -> dict[str, Any]:
     """A JSON object from `path`; UnreadableFile with a sentence naming `what` otherwise."""
     try:

@@ -14,7 +14,11 @@ from serving.preflight.aux_layers import (
     effective_aux_ids,
 )
 from serving.preflight.head_config import HeadConfig
-from serving.preflight.p_eagle import check_dropped_keys, check_p_eagle
+from serving.preflight.p_eagle import (
+    check_drafting_singly,
+    check_dropped_keys,
+    check_parallel_drafting,
+)
 from serving.preflight.safetensors_headers import Tensor, find_tensor
 from serving.preflight.speculative_config import Speculation, describe
 from serving.preflight.target import Target
@@ -46,7 +50,10 @@ def check_head(
         check_hidden_sizes(head, tensors, target, errors)
         check_aux_layers(head, aux_ids, num_aux, target, errors, warnings)
         check_vocabulary(head, tensors, target, errors, warnings)
-    check_p_eagle(head, num_aux, tensors, target, speculation, errors, warnings)
+    if speculation.parallel_drafting:
+        check_parallel_drafting(head, num_aux, tensors, target, errors)
+    else:
+        check_drafting_singly(head, speculation, warnings)
 
 
 def check_is_eagle3_head(head: HeadConfig, errors: list[str]) -> bool:

@@ -19,18 +19,9 @@ DROPPED_KEY_ROLES = {
 }
 
 
-def check_p_eagle(
-    head: HeadConfig,
-    num_aux: int,
-    tensors: dict[str, Tensor] | None,
-    target: Target | None,
-    speculation: Speculation,
-    errors: list[str],
-    warnings: list[str],
-) -> None:
-    if speculation.parallel_drafting:
-        check_parallel_drafting(head, num_aux, tensors, target, errors)
-    elif head.parallel_only and speculation.parallel_drafting_unset:
+def check_drafting_singly(head: HeadConfig, speculation: Speculation, warnings: list[str]) -> None:
+    """A P-EAGLE head run without parallel drafting only because the config left it out."""
+    if head.parallel_only and speculation.parallel_drafting_unset:
         source = (
             "speculators_model_type peagle"
             if head.speculators_type == "peagle"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from serving.engine_args.flags import flag_value
-from serving.preflight.files import CONFIG_FILE, UnreadableFile, read_json_object
+from serving.preflight.files import read_config
 from serving.preflight.vllm_facts import AUX_HIDDEN_STATE_METHODS, EAGLE3_TARGET_ARCHITECTURES
 from serving.variables import SPECULATIVE_CONFIG_VAR
 
@@ -35,18 +35,16 @@ def load_target(settings: Settings, errors: list[str], warnings: list[str]) -> T
             "drafter with it; vLLM will fetch it and check at load time."
         )
         return None
-    config_path = model_dir / CONFIG_FILE
-    if not config_path.is_file():
-        errors.append(
-            f"target {model_dir} has no config.json; put the model's files (config.json and "
-            "weights) there, or point SM_VLLM_MODEL at a directory that has them."
-        )
+    found = read_config(
+        model_dir,
+        "target config",
+        "put the model's files (config.json and weights) there, or point SM_VLLM_MODEL at a "
+        "directory that has them.",
+        errors,
+    )
+    if found is None:
         return None
-    try:
-        raw = read_json_object(config_path, "target config")
-    except UnreadableFile as error:
-        errors.append(str(error))
-        return None
+    config_path, raw = found
     # Multimodal targets keep the language model's sizes in text_config.
     text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else {}
 
