@@ -63,7 +63,7 @@ def create_app(
     parser = PayloadParser(settings.served_model_name)
 
     async def engine_metrics() -> str | None:
-        return await relay.get_text("/metrics") if lifecycle.ready else None
+        return await relay.client.get_text("/metrics") if lifecycle.ready else None
 
     async def ping(_: Request) -> Response:
         status = lifecycle.status.value

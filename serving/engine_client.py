@@ -124,6 +124,11 @@ class EngineClient:
         except (aiohttp.ClientError, OSError, TimeoutError):
             return None
 
+    async def get_text(self, path: str, timeout: float = 5.0) -> str | None:
+        """A GET's text when the engine answers 200 (its /metrics), else None."""
+        answer = await self.get(path, timeout)
+        return answer[1] if answer is not None and answer[0] == 200 else None
+
     async def reset(self) -> None:
         """Drop every pooled connection: they lead to an engine that is gone."""
         await self.aclose()

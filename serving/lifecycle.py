@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import logging
 import signal
 import time
@@ -107,17 +108,19 @@ class Lifecycle:
         """("exit", how it ended) when the engine ends; ("stall", what was seen) when it
         stops making progress, after ending it."""
         exited = asyncio.ensure_future(self.engine.wait_exit())
-        watch = StallWatch(self.stall_seconds, self._engine_metrics, self.in_flight)
-        stalled = asyncio.ensure_future(
-            watch.watch() if self.stall_seconds > 0 else asyncio.Event().wait()
-        )
+        watches = {exited}
+        if self.stall_seconds > 0:
+            metrics = functools.partial(self.client.get_text, "/metrics")
+            watch = StallWatch(self.stall_seconds, metrics, self.in_flight)
+            watches.add(asyncio.ensure_future(watch.watch()))
         try:
-            await asyncio.wait({exited, stalled}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(watches, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (exited, stalled):
+            for task in watches:
                 task.cancel()
-        if exited.done() and not exited.cancelled():
+        if exited in done:
             return "exit", describe_exit(exited.result())
+        (stalled,) = done
         seen = stalled.result()
         log.error("engine stalled: %s", seen)
         if self.metrics is not None:
@@ -156,10 +159,6 @@ class Lifecycle:
         log.warning(
             "engine restarted after it %s: ready again in %.1f s", what, time.monotonic() - began
         )
-
-    async def _engine_metrics(self) -> str | None:
-        answer = await self.client.get("/metrics", timeout=5.0)
-        return answer[1] if answer is not None and answer[0] == 200 else None
 
     def _engine_died(self, reason: str) -> None:
         log.error("%s; the container stops so the platform can replace it", reason)

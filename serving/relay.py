@@ -168,16 +168,18 @@ class Relay:
             log.warning("engine answer broke off: %s", error)
             if not content_type.startswith("text/event-stream"):
                 # Ending the body cleanly would hand the client a cut answer as a success.
-                raise AnswerCut(self.client.unavailable or ENGINE_GONE) from None
-            yield sse_error(503, self.client.unavailable or ENGINE_GONE, "EngineUnavailable")
+                raise AnswerCut(self.why_gone()) from None
+            yield sse_error(503, self.why_gone(), "EngineUnavailable")
         finally:
             upstream.close()
 
+    def why_gone(self) -> str:
+        """Why the engine dropped a request, when the front knows (a stall, a restart)."""
+        return self.client.unavailable or ENGINE_GONE
+
     def engine_gone(self) -> Response:
-        """The answer for a request the engine dropped: why, when the front knows."""
-        return error_response(
-            503, self.client.unavailable or ENGINE_GONE, "EngineUnavailable", {"Retry-After": "5"}
-        )
+        """The answer for a request the engine dropped."""
+        return error_response(503, self.why_gone(), "EngineUnavailable", {"Retry-After": "5"})
 
     def wants_capture(self, record: RequestRecord, status: int, content: bytes) -> bool:
         route = record.route
@@ -213,7 +215,3 @@ class Relay:
                 parsed_answer=watcher.answer,
             )
         )
-
-    async def get_text(self, path: str) -> str | None:
-        answer = await self.client.get(path, timeout=5.0)
-        return answer[1] if answer is not None and answer[0] == 200 else None

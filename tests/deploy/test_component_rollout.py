@@ -19,6 +19,21 @@ from tests.support.deploy import (
 from tests.support.rollout import ARGS, CREATE_MODEL, NOT_FOUND
 
 
+def specification(memory_mb: int) -> dict:
+    """The component's specification as deploy sends it for the 31 GB pair."""
+    return {
+        "ModelName": VERSIONED,
+        "StartupParameters": {
+            "ModelDataDownloadTimeoutInSeconds": 920,
+            "ContainerStartupHealthCheckTimeoutInSeconds": 910,
+        },
+        "ComputeResourceRequirements": {
+            "NumberOfAcceleratorDevicesRequired": 1,
+            "MinMemoryRequiredInMb": memory_mb,
+        },
+    }
+
+
 def test_inference_component_with_autoscaling(fixed_version) -> None:
     stubbed = Stubbed()
     sagemaker, autoscaling = stubbed.sagemaker, stubbed.autoscaling
@@ -59,17 +74,7 @@ def test_inference_component_with_autoscaling(fixed_version) -> None:
             "InferenceComponentName": "qwen-peagle-ic",
             "EndpointName": ENDPOINT,
             "VariantName": "AllTraffic",
-            "Specification": {
-                "ModelName": VERSIONED,
-                "StartupParameters": {
-                    "ModelDataDownloadTimeoutInSeconds": 920,
-                    "ContainerStartupHealthCheckTimeoutInSeconds": 910,
-                },
-                "ComputeResourceRequirements": {
-                    "NumberOfAcceleratorDevicesRequired": 1,
-                    "MinMemoryRequiredInMb": 32768,
-                },
-            },
+            "Specification": specification(memory_mb=32768),
             "RuntimeConfig": {"CopyCount": 2},
         },
     )
@@ -148,17 +153,7 @@ def test_existing_component_is_updated(fixed_version) -> None:
         {"InferenceComponentArn": f"{ACCOUNT_ARN}:inference-component/qwen-peagle-ic"},
         {
             "InferenceComponentName": "qwen-peagle-ic",
-            "Specification": {
-                "ModelName": VERSIONED,
-                "StartupParameters": {
-                    "ModelDataDownloadTimeoutInSeconds": 920,
-                    "ContainerStartupHealthCheckTimeoutInSeconds": 910,
-                },
-                "ComputeResourceRequirements": {
-                    "NumberOfAcceleratorDevicesRequired": 1,
-                    "MinMemoryRequiredInMb": 16384,
-                },
-            },
+            "Specification": specification(memory_mb=16384),
             "RuntimeConfig": {"CopyCount": 1},
         },
     )
