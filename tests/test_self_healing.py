@@ -127,10 +127,13 @@ def test_a_killed_engine_ends_its_stream_with_an_error_and_comes_back(healing):
     assert events[-1] != "data: [DONE]"
     assert "error" in json.loads(events[-1][len("data: ") :])
     assert WATCH.running(killed_at, result["at"]) < 5
+    # The stream can end before the front has seen the engine's exit: /ping turns 503 first,
+    # then 200 once the new engine is ready.
+    wait_ping(healing, 503, timeout=30)
     took = wait_ping(healing, 200, timeout=300)
     assert healing.metric("serving_engine_restarts_total", labels={"reason": "exit"}) == 1
     log = healing.log_text()
-    assert "was killed by signal SIGKILL" in log and "ready again in" in log, took
+    assert "engine restarted after it was killed by signal SIGKILL" in log, took
 
 
 def test_one_death_more_than_allowed_ends_the_container(healing):
