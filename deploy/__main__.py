@@ -10,134 +10,33 @@ import argparse
 import functools
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TextIO
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from deploy import calls, cleanup, inputs, invoke, names, rollout, status, upload
+from deploy import (
+    calls,
+    cleanup,
+    cloudwatch_figures,
+    container_figures,
+    inputs,
+    invoke,
+    names,
+    rollout,
+    shadow,
+    status,
+    upload,
+)
+from deploy.arguments import parser
 from deploy.clients import Connection, connect
 from deploy.errors import EXIT_FAILED, EXIT_USAGE, DeployFailed, UsageError
-from deploy.plan import DEFAULT_IMAGE_CUDA, DEFAULT_INSTANCE_TYPE, DEFAULT_NUM_SPECULATIVE_TOKENS
+from deploy.plan import Plan
 from deploy.planning import deploy_plan
 from deploy.requests import SAGEMAKER
 from deploy.sizing import GB
-from deploy.waiting import Clock
+from deploy.waiting import Clock, wait_for_endpoint
 
 Connect = Callable[[str | None, str | None, str | None], Connection]
-
-
-def parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    aws = common.add_argument_group("AWS")
-    aws.add_argument("--region", help="AWS region (else AWS_REGION or the profile's)")
-    aws.add_argument("--profile", help="AWS profile from ~/.aws/config")
-    aws.add_argument("--endpoint-url", help="send every call here (tests, local stacks)")
-
-    top = argparse.ArgumentParser(
-        prog="sagemaker-peagle-deploy",
-        description="Take a target model and its P-EAGLE head to a SageMaker endpoint.",
-    )
-    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    up = commands.add_parser(
-        "upload", parents=[common], help="upload the target and head directories to S3"
-    )
-    up.add_argument("--target-dir", type=Path, required=True, help="local target model")
-    up.add_argument("--head-dir", type=Path, required=True, help="local P-EAGLE head")
-    up.add_argument(
-        "--s3-uri", required=True, help="base prefix s3://bucket/path/; gets model/ and eagle/"
-    )
-
-    deploy = commands.add_parser(
-        "deploy",
-        parents=[common],
-        help="create or update the endpoint",
-        description="Create the model, endpoint config and endpoint (or roll an existing "
-        "endpoint onto a new model), wait until it is in service, and set up autoscaling.",
-    )
-    deploy.add_argument("--name", required=True, help="endpoint name (letters, digits, -)")
-    deploy.add_argument("--image", required=True, help="the serving image's ECR URI")
-    deploy.add_argument(
-        "--image-cuda",
-        default=DEFAULT_IMAGE_CUDA,
-        help="the CUDA release the image is built on, which decides the inference AMI "
-        "(%(default)s: vllm/vllm-openai:v0.32.0; 12.9 for the -cu129 base)",
-    )
-    deploy.add_argument("--role", required=True, help="IAM role ARN SageMaker assumes")
-    deploy.add_argument("--target-uri", required=True, help="s3://.../model/ (from upload)")
-    deploy.add_argument("--head-uri", required=True, help="s3://.../eagle/ (from upload)")
-    deploy.add_argument(
-        "--k",
-        type=int,
-        default=DEFAULT_NUM_SPECULATIVE_TOKENS,
-        help="num_speculative_tokens (default %(default)s)",
-    )
-    deploy.add_argument(
-        "--env",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="container variable (SM_VLLM_*, SERVING_*, SAGEMAKER_*); repeatable",
-    )
-    sizes = deploy.add_argument_group("model size (sets timeouts and disk; first given wins)")
-    sizes.add_argument("--target-dir", type=Path, help="local copy of the target: size, checks")
-    sizes.add_argument("--head-dir", type=Path, help="local copy of the head: size, checks")
-    sizes.add_argument("--model-gb", type=float, help="target + head size in GB")
-    host = deploy.add_argument_group("hosting")
-    host.add_argument("--instance-type", default=DEFAULT_INSTANCE_TYPE, help="(%(default)s)")
-    host.add_argument("--instance-count", type=int, default=1, help="(%(default)s)")
-    host.add_argument(
-        "--inference-ami-version",
-        help="default: the newest whose NVIDIA driver runs the image's CUDA release",
-    )
-    host.add_argument(
-        "--inference-component",
-        action="store_true",
-        help="host the model as an inference component on the endpoint",
-    )
-    host.add_argument("--accelerators", type=int, default=1, help="GPUs per copy (%(default)s)")
-    host.add_argument(
-        "--memory-mb", type=int, default=16384, help="host memory per copy (%(default)s)"
-    )
-    host.add_argument("--copies", type=int, default=1, help="component copies (%(default)s)")
-    scale = deploy.add_argument_group("autoscaling")
-    scale.add_argument("--autoscale", action="store_true", help="add a target-tracking policy")
-    scale.add_argument("--min-capacity", type=int, help="instances (or copies) at least")
-    scale.add_argument("--max-capacity", type=int, help="instances (or copies) at most")
-    scale.add_argument("--target-value", type=float, help="load per instance (or copy) to hold")
-    scale.add_argument(
-        "--metric",
-        choices=("concurrency", "invocations"),
-        default="concurrency",
-        help="concurrent requests (high resolution) or invocations per minute (%(default)s)",
-    )
-    deploy.add_argument("--dry-run", action="store_true", help="print the requests, send none")
-    deploy.add_argument(
-        "--poll-seconds", type=float, default=30.0, help="status poll interval (%(default)s)"
-    )
-
-    call = commands.add_parser("invoke", parents=[common], help="send one chat request")
-    call.add_argument("--name", required=True, help="endpoint name")
-    what = call.add_mutually_exclusive_group(required=True)
-    what.add_argument("--prompt", help="the user message")
-    what.add_argument("--payload", type=Path, help="a JSON chat request file")
-    call.add_argument("--max-tokens", type=int, help="overrides the payload's")
-    call.add_argument("--temperature", type=float, help="overrides the payload's")
-    call.add_argument("--stream", action="store_true", help="print tokens as they arrive")
-
-    show = commands.add_parser("status", parents=[common], help="the endpoint's state")
-    show.add_argument("--name", required=True, help="endpoint name")
-
-    remove = commands.add_parser(
-        "delete",
-        parents=[common],
-        help="delete the endpoint and everything deploy made for it",
-    )
-    remove.add_argument("--name", required=True, help="endpoint name")
-    remove.add_argument("--dry-run", action="store_true", help="print the requests, send none")
-    remove.add_argument("--poll-seconds", type=float, default=30.0, help=argparse.SUPPRESS)
-    return top
 
 
 def run_deploy(
@@ -165,22 +64,9 @@ def run_deploy(
     )
     connection = connection_for()
     if connection is None:
-        steps = rollout.steps(plan, rollout.Existing())
-        calls.print_calls([step for step in steps if isinstance(step, calls.Call)], out)
-        err.write(
-            "dry run: nothing sent. These are the requests for a new endpoint "
-            f"{plan.endpoint_name}; on an existing one deploy "
-            + (
-                "creates the same model, then calls UpdateInferenceComponent (or "
-                "CreateInferenceComponent) and leaves the endpoint config as it is."
-                if plan.component is not None
-                else "creates the same model and config, then calls UpdateEndpoint instead "
-                "of CreateEndpoint."
-            )
-            + "\n"
-        )
+        print_dry_run(plan, args.update, out, err)
         return 0
-    existing = rollout.find_existing(plan, connection)
+    existing = rollout.find_existing(plan, connection, out)
     if existing.endpoint:
         out.write(f"endpoint {plan.endpoint_name} exists: rolling it onto {plan.model_name}\n")
     clock.poll_seconds = args.poll_seconds
@@ -190,6 +76,34 @@ def run_deploy(
         f"--name {plan.endpoint_name} --prompt 'What is deep learning?'\n"
     )
     return 0
+
+
+def print_dry_run(plan: Plan, update: bool, out: TextIO, err: TextIO) -> None:
+    if not update:
+        steps = rollout.steps(plan, rollout.Existing())
+        calls.print_calls([step for step in steps if isinstance(step, calls.Call)], out)
+        err.write(
+            f"dry run: nothing sent. These are the requests for a new endpoint "
+            f"{plan.endpoint_name}; --update prints those that roll an existing one onto "
+            "the head.\n"
+        )
+        return
+    existing = rollout.Existing(
+        endpoint=True, component=True, min_acceptance=plan.guard.min_acceptance
+    )
+    steps = rollout.steps(plan, existing)
+    calls.print_calls([step for step in steps if isinstance(step, calls.Call)], out)
+    err.write(
+        f"dry run: nothing sent. These are the requests that roll the existing endpoint "
+        f"{plan.endpoint_name} onto the head, guarded by the alarms shown"
+        + (
+            ""
+            if plan.guard.min_acceptance is not None
+            else "; run for real, deploy also reads the current head's acceptance over the "
+            "last hour from CloudWatch and adds an acceptance alarm at 0.9 x that"
+        )
+        + ". The alarms are deleted once the update ends.\n"
+    )
 
 
 def run_delete(
@@ -215,6 +129,95 @@ def run_delete(
     connection = connect_to(args.profile, args.region, args.endpoint_url)
     clock.poll_seconds = args.poll_seconds
     cleanup.delete(args.name, connection, out, clock)
+    return 0
+
+
+def run_shadow(
+    args: argparse.Namespace, connect_to: Connect, out: TextIO, err: TextIO, clock: Clock
+) -> int:
+    problems = [problem for problem in [names.name_problem("--name", args.name)] if problem]
+    head = None
+    if args.remove:
+        if args.head_uri or args.k is not None:
+            problems.append("--remove takes no --head-uri or --k; drop them.")
+    else:
+        if args.head_uri is None:
+            problems.append("shadow needs --head-uri s3://.../eagle/ (or --remove).")
+        else:
+            head = inputs.checked_prefix("--head-uri", args.head_uri, problems)
+        if args.k is not None and args.k < 1:
+            problems.append(f"--k {args.k} is not a draft length; use 1 or more.")
+        if args.sample < 1:
+            problems.append("--sample 0% copies nothing to the shadow; use 1% to 100%.")
+    if problems:
+        raise UsageError(problems)
+    connection = connect_to(args.profile, args.region, args.endpoint_url)
+    live = shadow.read_live(connection, args.name)
+    version = names.version_now()
+    if args.remove:
+        planned = shadow.remove(live, version)
+    else:
+        assert head is not None
+        planned = shadow.add(live, version, head, args.k, args.sample)
+    return change_endpoint(args, planned, connection, out, err, clock)
+
+
+def run_promote(
+    args: argparse.Namespace, connect_to: Connect, out: TextIO, err: TextIO, clock: Clock
+) -> int:
+    problem = names.name_problem("--name", args.name)
+    if problem:
+        raise UsageError(problem)
+    connection = connect_to(args.profile, args.region, args.endpoint_url)
+    live = shadow.read_live(connection, args.name)
+    planned = shadow.promote(live, names.version_now())
+    return change_endpoint(args, planned, connection, out, err, clock)
+
+
+def change_endpoint(
+    args: argparse.Namespace,
+    planned: list[calls.Call],
+    connection: Connection,
+    out: TextIO,
+    err: TextIO,
+    clock: Clock,
+) -> int:
+    """Check the requests, then print them (--dry-run) or send them and wait."""
+    problems = calls.problems(planned)
+    if problems:
+        raise UsageError(problems)
+    if args.dry_run:
+        calls.print_calls(planned, out)
+        err.write(f"dry run: read endpoint {args.name}, changed nothing.\n")
+        return 0
+    for call in planned:
+        out.write(rollout.describe_step(call) + "\n")
+        calls.send(connection.client, call)
+    clock.poll_seconds = args.poll_seconds
+    config_name = planned[-1].params["EndpointConfigName"]
+    sagemaker = connection.client(SAGEMAKER)
+    wait_for_endpoint(sagemaker, args.name, connection.region, out, clock, config_name)
+    out.write(f"endpoint {args.name} is in service on {config_name}\n")
+    return 0
+
+
+def run_compare(args: argparse.Namespace, connect_to: Connect, out: TextIO) -> int:
+    local = (args.container_url, args.shadow_container_url)
+    if args.name is None and None in local:
+        raise UsageError(
+            "compare reads CloudWatch for --name ENDPOINT, or two local containers' metrics "
+            "for --container-url and --shadow-container-url; give one of the two."
+        )
+    if args.name is not None and any(local):
+        raise UsageError("give --name, or the two container URLs, not both.")
+    if args.minutes < 5:
+        raise UsageError(f"--minutes {args.minutes} is too short a window; use 5 or more.")
+    if args.name is None:
+        table = container_figures.local(args.container_url, args.shadow_container_url)
+    else:
+        connection = connect_to(args.profile, args.region, args.endpoint_url)
+        table = cloudwatch_figures.from_cloudwatch(connection, args.name, args.minutes)
+    out.write(table.render())
     return 0
 
 
@@ -267,6 +270,12 @@ def run(
             return run_upload(args, connect_to, out, err)
         if args.command == "invoke":
             return run_invoke(args, connect_to, out)
+        if args.command == "shadow":
+            return run_shadow(args, connect_to, out, err, clock)
+        if args.command == "promote":
+            return run_promote(args, connect_to, out, err, clock)
+        if args.command == "compare":
+            return run_compare(args, connect_to, out)
         return run_status(args, connect_to, out)
     except UsageError as error:
         for problem in error.problems:

@@ -15,6 +15,10 @@ Metric = Literal["concurrency", "invocations"]
 DEFAULT_IMAGE_CUDA = "13.0"
 DEFAULT_INSTANCE_TYPE = "ml.g7e.2xlarge"
 DEFAULT_NUM_SPECULATIVE_TOKENS = 7
+DEFAULT_CANARY_PERCENT = 10
+DEFAULT_BAKE_SECONDS = 600
+# The new head's alarm threshold, against the current head's last hour, when none is given.
+DEFAULT_ACCEPTANCE_FLOOR = 0.9
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,17 @@ class Autoscaling:
 
 
 @dataclass(frozen=True)
+class Guard:
+    """How an existing endpoint moves onto the new head: a canary share of its capacity first,
+    watched for `bake_seconds`, rolled back by SageMaker when an alarm fires."""
+
+    canary_percent: int = DEFAULT_CANARY_PERCENT
+    bake_seconds: int = DEFAULT_BAKE_SECONDS
+    # None: 0.9 x the current head's acceptance over the last hour, read when deploying.
+    min_acceptance: float | None = None
+
+
+@dataclass(frozen=True)
 class Plan:
     endpoint_name: str
     version: str  # UTC timestamp: names this run's model and endpoint config
@@ -51,6 +66,12 @@ class Plan:
     inference_ami_version: str | None = None
     component: Component | None = None
     autoscaling: Autoscaling | None = None
+    guard: Guard = field(default_factory=Guard)
+
+    @property
+    def head_version(self) -> str:
+        """Names the head in the metrics' HeadVersion dimension: this run's version."""
+        return self.version
 
     @property
     def model_name(self) -> str:

@@ -11,7 +11,7 @@ from deploy import inputs, names
 from deploy.clients import Connection
 from deploy.errors import UsageError
 from deploy.model_dirs import directory_bytes
-from deploy.plan import Autoscaling, Component, Plan
+from deploy.plan import Autoscaling, Component, Guard, Plan
 from deploy.requests import speculative_config
 from deploy.s3 import S3Prefix, prefix_bytes
 from deploy.sizing import GB, size_for
@@ -40,6 +40,24 @@ def autoscaling_of(args: argparse.Namespace, problems: list[str]) -> Autoscaling
     scaling = Autoscaling(args.min_capacity, args.max_capacity, args.target_value, args.metric)
     problems += inputs.autoscaling_problems(scaling, args.inference_component)
     return scaling
+
+
+def guard_of(args: argparse.Namespace, problems: list[str]) -> Guard:
+    # SageMaker's limits: a canary of at most half the fleet (a component's batch: 5..50%
+    # of its copies), a bake of at most an hour.
+    if not 1 <= args.canary <= 50:
+        problems.append(
+            f"--canary {args.canary}% is outside 1..50%; SageMaker moves at most half "
+            "the capacity first. Use e.g. --canary 10%."
+        )
+    if not 0 <= args.bake <= 3600:
+        problems.append(f"--bake {args.bake} is outside 0..3600 seconds; use e.g. --bake 600.")
+    if args.min_acceptance is not None and not args.min_acceptance >= 1.0:
+        problems.append(
+            f"--min-acceptance {args.min_acceptance:g} is below 1, where every mean acceptance "
+            "length starts (1 + accepted drafts per step); use e.g. --min-acceptance 2.5."
+        )
+    return Guard(args.canary, args.bake, args.min_acceptance)
 
 
 def model_bytes(
@@ -104,6 +122,7 @@ def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connectio
     inputs.checked_directory("--target-dir", args.target_dir, problems)
     inputs.checked_directory("--head-dir", args.head_dir, problems)
     scaling = autoscaling_of(args, problems)
+    guard = guard_of(args, problems)
     if not problems and args.target_dir is not None and args.head_dir is not None:
         from deploy.preflight import speculation_problems
 
@@ -138,4 +157,5 @@ def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connectio
         inference_ami_version=args.inference_ami_version or ami_for(args.image_cuda),
         component=component,
         autoscaling=scaling,
+        guard=guard,
     )

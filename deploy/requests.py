@@ -8,6 +8,7 @@ or the variant only reserves instances and an inference component places the mod
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from deploy import names
@@ -15,7 +16,12 @@ from deploy.calls import Call
 from deploy.plan import Autoscaling, Plan
 from deploy.s3 import S3Prefix
 from serving import paths
-from serving.variables import SPECULATIVE_CONFIG_VAR
+from serving.variables import (
+    ENDPOINT_NAME_VAR,
+    HEAD_VERSION_VAR,
+    SPECULATIVE_CONFIG_VAR,
+    VARIANT_NAME_VAR,
+)
 
 SAGEMAKER = "sagemaker"
 AUTOSCALING = "application-autoscaling"
@@ -52,8 +58,9 @@ def environment(plan: Plan) -> dict[str, str]:
         SPECULATIVE_CONFIG_VAR: json.dumps(speculative_config(plan.num_speculative_tokens)),
         # SageMaker does not tell a container its endpoint: the CloudWatch metrics the
         # container writes (EMF) carry these as dimensions.
-        "SERVING_ENDPOINT_NAME": plan.endpoint_name,
-        "SERVING_VARIANT_NAME": names.VARIANT_NAME,
+        ENDPOINT_NAME_VAR: plan.endpoint_name,
+        VARIANT_NAME_VAR: names.VARIANT_NAME,
+        HEAD_VERSION_VAR: plan.head_version,
         **plan.extra_environment,
     }
 
@@ -130,12 +137,50 @@ def create_endpoint(plan: Plan) -> Call:
     )
 
 
-def update_endpoint(plan: Plan) -> Call:
-    # SageMaker starts the new instances, shifts traffic, then stops the old: no downtime.
+def canary_instances(plan: Plan) -> int | None:
+    """Instances of the new fleet that take traffic first; None when the fleet is too small
+    for a canary (SageMaker allows at most half of it), and all of it bakes at once."""
+    instances = max(1, math.ceil(plan.instance_count * plan.guard.canary_percent / 100))
+    return instances if 2 * instances <= plan.instance_count else None
+
+
+def update_timeout_seconds(plan: Plan) -> int:
+    """Room for the new fleet to download and start, then bake twice (canary, then the rest);
+    within SageMaker's 600..28800 s."""
+    needed = plan.sizing.download_seconds + plan.sizing.startup_seconds
+    return min(28800, max(600, needed + 2 * plan.guard.bake_seconds + 600))
+
+
+def rollback(alarm_names: list[str]) -> dict[str, Any]:
+    return {"Alarms": [{"AlarmName": name} for name in alarm_names]}
+
+
+def update_endpoint(plan: Plan, alarm_names: list[str]) -> Call:
+    """Blue/green: the new fleet starts beside the old, takes a canary share of the traffic
+    and bakes while SageMaker watches the alarms, then takes the rest; an alarm rolls the
+    traffic back to the old fleet."""
+    canary = canary_instances(plan)
+    routing: dict[str, Any] = {
+        "Type": "CANARY" if canary is not None else "ALL_AT_ONCE",
+        "WaitIntervalInSeconds": plan.guard.bake_seconds,
+    }
+    if canary is not None:
+        routing["CanarySize"] = {"Type": "INSTANCE_COUNT", "Value": canary}
     return Call(
         SAGEMAKER,
         "UpdateEndpoint",
-        {"EndpointName": plan.endpoint_name, "EndpointConfigName": plan.endpoint_config_name},
+        {
+            "EndpointName": plan.endpoint_name,
+            "EndpointConfigName": plan.endpoint_config_name,
+            "DeploymentConfig": {
+                "BlueGreenUpdatePolicy": {
+                    "TrafficRoutingConfiguration": routing,
+                    "TerminationWaitInSeconds": 0,
+                    "MaximumExecutionTimeoutInSeconds": update_timeout_seconds(plan),
+                },
+                "AutoRollbackConfiguration": rollback(alarm_names),
+            },
+        },
     )
 
 
@@ -177,12 +222,28 @@ def create_inference_component(plan: Plan) -> Call:
     )
 
 
-def update_inference_component(plan: Plan) -> Call:
+def update_inference_component(plan: Plan, alarm_names: list[str]) -> Call:
+    """A rolling update: a canary share of the copies moves first and bakes while SageMaker
+    watches the alarms; an alarm moves every copy back at once."""
     assert plan.component is not None
     return Call(
         SAGEMAKER,
         "UpdateInferenceComponent",
-        component_settings(plan),
+        {
+            **component_settings(plan),
+            "DeploymentConfig": {
+                "RollingUpdatePolicy": {
+                    "MaximumBatchSize": {
+                        "Type": "CAPACITY_PERCENT",
+                        "Value": plan.guard.canary_percent,
+                    },
+                    "WaitIntervalInSeconds": plan.guard.bake_seconds,
+                    "MaximumExecutionTimeoutInSeconds": update_timeout_seconds(plan),
+                    "RollbackMaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 100},
+                },
+                "AutoRollbackConfiguration": rollback(alarm_names),
+            },
+        },
     )
 
 

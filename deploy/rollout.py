@@ -1,23 +1,27 @@
 """The deploy subcommand's sequence: which requests, in which order, with which waits.
 
 A new endpoint: model, endpoint config, endpoint, wait. An existing one (a re-run): a new
-model and endpoint config under this run's timestamp, then UpdateEndpoint, which SageMaker
-rolls out without downtime. With an inference component, the endpoint only reserves the
-instances: a re-run on an existing endpoint creates the new model and rolls the component
-onto it (UpdateInferenceComponent), leaving the instances as they are. Autoscaling goes on
-last, since SageMaker registers only a resource that is in service.
+model and endpoint config under this run's timestamp, the alarms that guard the new head
+(alarms.py), then a blue/green UpdateEndpoint with a canary, which SageMaker rolls back when
+an alarm fires. With an inference component, the endpoint only reserves the instances: a
+re-run on an existing endpoint creates the new model and rolls the component onto it
+(UpdateInferenceComponent, a rolling update with the same alarms), leaving the instances as
+they are. Autoscaling goes on last, since SageMaker registers only a resource that is in
+service. The alarms are deleted once the update has ended either way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from botocore.exceptions import ClientError
 
-from deploy import requests
+from deploy import alarms, requests
 from deploy.calls import Call, send
 from deploy.clients import Connection
+from deploy.errors import DeployFailed
 from deploy.plan import Plan
 from deploy.waiting import Clock, is_not_found, wait_for_component, wait_for_endpoint
 
@@ -43,6 +47,23 @@ class Existing:
     component: bool = False
     # (resource id, dimension) of scalable targets on the variant, which UpdateEndpoint refuses
     scaled_variant: tuple[tuple[str, str], ...] = ()
+    # The new head's acceptance floor (--min-acceptance, else from the current head's history)
+    min_acceptance: float | None = None
+
+
+def guard_calls(plan: Plan, existing: Existing) -> list[Call]:
+    return [
+        alarms.put_alarm(plan, alarm)
+        for alarm in alarms.guard_alarms(plan, existing.min_acceptance)
+    ]
+
+
+def alarm_names(calls: list[Step]) -> list[str]:
+    return [
+        step.params["AlarmName"]
+        for step in calls
+        if isinstance(step, Call) and step.operation == "PutMetricAlarm"
+    ]
 
 
 def steps(plan: Plan, existing: Existing) -> list[Step]:
@@ -61,11 +82,13 @@ def steps(plan: Plan, existing: Existing) -> list[Step]:
                 WaitForEndpoint(updating=False),
                 *scaling,
             ]
+        guard = guard_calls(plan, existing)
         return [
             *model,
             requests.create_endpoint_config(plan),
             *[requests.deregister_scalable_target(*target) for target in existing.scaled_variant],
-            requests.update_endpoint(plan),
+            *guard,
+            requests.update_endpoint(plan, alarm_names(guard)),
             WaitForEndpoint(updating=True),
             *scaling,
         ]
@@ -76,18 +99,23 @@ def steps(plan: Plan, existing: Existing) -> list[Step]:
             requests.create_endpoint(plan),
             WaitForEndpoint(updating=False),
         ]
-    component = (
-        requests.update_inference_component(plan)
-        if existing.component
-        else requests.create_inference_component(plan)
-    )
-    return [*model, *endpoint, component, WaitForComponent(), *scaling]
+    if not existing.component:
+        return [
+            *model,
+            *endpoint,
+            requests.create_inference_component(plan),
+            WaitForComponent(),
+            *scaling,
+        ]
+    guard = guard_calls(plan, existing)
+    update = requests.update_inference_component(plan, alarm_names(guard))
+    return [*model, *guard, update, WaitForComponent(), *scaling]
 
 
 def every_call(plan: Plan) -> list[Call]:
     """The calls of both a first deployment and a re-run, for checking before any call."""
     found = []
-    for existing in (Existing(), Existing(endpoint=True, component=True)):
+    for existing in (Existing(), Existing(endpoint=True, component=True, min_acceptance=1.0)):
         found += [step for step in steps(plan, existing) if isinstance(step, Call)]
     return found
 
@@ -102,7 +130,19 @@ def exists(describe: Any, **params: str) -> bool:
     return True
 
 
-def find_existing(plan: Plan, connection: Connection) -> Existing:
+def acceptance_floor(plan: Plan, connection: Connection, out: TextIO) -> float | None:
+    """--min-acceptance, else 0.9 x the current head's over the last hour (None: no history)."""
+    if plan.guard.min_acceptance is not None:
+        return plan.guard.min_acceptance
+    answer = send(
+        connection.client, alarms.current_acceptance(plan.endpoint_name, datetime.now(UTC))
+    )
+    floor, note = alarms.acceptance_floor(answer)
+    out.write(note + "\n")
+    return floor
+
+
+def find_existing(plan: Plan, connection: Connection, out: TextIO) -> Existing:
     sagemaker = connection.client(requests.SAGEMAKER)
     endpoint = exists(sagemaker.describe_endpoint, EndpointName=plan.endpoint_name)
     if not endpoint:
@@ -111,14 +151,16 @@ def find_existing(plan: Plan, connection: Connection) -> Existing:
         component = exists(
             sagemaker.describe_inference_component, InferenceComponentName=plan.component.name
         )
-        return Existing(endpoint=True, component=component)
+        floor = acceptance_floor(plan, connection, out) if component else None
+        return Existing(endpoint=True, component=component, min_acceptance=floor)
     resource_id = requests.variant_resource_id(plan.endpoint_name)
     described = send(connection.client, requests.describe_scalable_targets([resource_id]))
     scaled = tuple(
         (target["ResourceId"], target["ScalableDimension"])
         for target in described.get("ScalableTargets", [])
     )
-    return Existing(endpoint=True, scaled_variant=scaled)
+    floor = acceptance_floor(plan, connection, out)
+    return Existing(endpoint=True, scaled_variant=scaled, min_acceptance=floor)
 
 
 def describe_step(call: Call) -> str:
@@ -126,7 +168,13 @@ def describe_step(call: Call) -> str:
     name = next(
         (
             params[key]
-            for key in ("ModelName", "EndpointConfigName", "InferenceComponentName", "ResourceId")
+            for key in (
+                "ModelName",
+                "EndpointConfigName",
+                "InferenceComponentName",
+                "ResourceId",
+                "AlarmName",
+            )
             if key in params
         ),
         params.get("EndpointName", ""),
@@ -137,9 +185,28 @@ def describe_step(call: Call) -> str:
 
 
 def run(plan: Plan, existing: Existing, connection: Connection, out: TextIO, clock: Clock) -> None:
-    """Send each step's request, waiting where a step says so; DeployFailed on failure."""
+    """Send each step's request, waiting where a step says so; DeployFailed on failure, with
+    the alarms that fired when SageMaker rolled the update back."""
+    planned = steps(plan, existing)
+    guard = alarm_names(planned)
+    try:
+        run_steps(plan, planned, connection, out, clock)
+    except DeployFailed as failure:
+        if not guard:
+            raise
+        report = alarms.fired(send(connection.client, alarms.describe_alarms(guard)))
+        raise DeployFailed(" ".join([str(failure), *report])) from None
+    finally:
+        if guard:
+            out.write(f"DeleteAlarms {', '.join(guard)}\n")
+            send(connection.client, alarms.delete_alarms(guard))
+
+
+def run_steps(
+    plan: Plan, planned: list[Step], connection: Connection, out: TextIO, clock: Clock
+) -> None:
     sagemaker = connection.client(requests.SAGEMAKER)
-    for step in steps(plan, existing):
+    for step in planned:
         if isinstance(step, Call):
             out.write(describe_step(step) + "\n")
             send(connection.client, step)
@@ -151,5 +218,11 @@ def run(plan: Plan, existing: Existing, connection: Connection, out: TextIO, clo
         else:
             assert plan.component is not None
             wait_for_component(
-                sagemaker, plan.component.name, plan.endpoint_name, connection.region, out, clock
+                sagemaker,
+                plan.component.name,
+                plan.endpoint_name,
+                connection.region,
+                out,
+                clock,
+                plan.model_name,
             )

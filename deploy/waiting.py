@@ -123,17 +123,27 @@ def wait_for_component(
     region: str,
     out: TextIO,
     clock: Clock,
+    expected_model: str | None = None,
 ) -> dict[str, Any]:
+    """Until InService; DeployFailed otherwise, and when a rolling update was rolled back
+    (InService again, on the model it had: `expected_model` tells that apart)."""
     describe = functools.partial(
         sagemaker.describe_inference_component, InferenceComponentName=component_name
     )
     what = f"inference component {component_name}"
     status_key = "InferenceComponentStatus"
     description = until_in_service(describe, status_key, what, COMPONENT_FAILED, out, clock)
-    if description["InferenceComponentStatus"] in COMPONENT_FAILED:
+    serving = description.get("Specification", {}).get("ModelName")
+    rolled_back = expected_model and serving != expected_model
+    if description["InferenceComponentStatus"] in COMPONENT_FAILED or rolled_back:
         reason = description.get("FailureReason", "SageMaker gave no reason")
+        outcome = (
+            f"its update to {expected_model} failed and SageMaker rolled back to {serving}"
+            if rolled_back and description["InferenceComponentStatus"] not in COMPONENT_FAILED
+            else "failed"
+        )
         raise DeployFailed(
-            f"inference component {component_name} failed. FailureReason: {reason} "
+            f"inference component {component_name}: {outcome}. FailureReason: {reason} "
             + where_logs_are(region, endpoint_name)
         )
     return description

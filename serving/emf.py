@@ -17,6 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from serving import cloudwatch as cw
 from serving.metrics import (
     ACCEPTED,
     DRAFT_TOKENS,
@@ -28,7 +29,6 @@ from serving.metrics import (
 
 log = logging.getLogger("serving.emf")
 
-NAMESPACE = "SageMaker/vLLM-PEagle"
 GENERATION_TOKENS = "vllm:generation_tokens"
 # Routes whose requests are counted: work for the model, not probes or scrapes.
 UNCOUNTED_ROUTES = {"/ping", "/metrics"}
@@ -103,12 +103,12 @@ def document(
 ) -> dict:
     """One EMF document for the interval from `before` to `now`."""
     values: dict[str, tuple[float, str]] = {
-        "Requests": (now.requests - before.requests, "Count"),
-        "Errors": (now.errors - before.errors, "Count"),
-        "Throttled": (now.overloaded - before.overloaded, "Count"),
-        "EngineRestarts": (now.engine_restarts - before.engine_restarts, "Count"),
-        "InFlight": (float(in_flight), "Count"),
-        "OutputTokensPerSecond": (
+        cw.REQUESTS: (now.requests - before.requests, "Count"),
+        cw.ERRORS: (now.errors - before.errors, "Count"),
+        cw.THROTTLED: (now.overloaded - before.overloaded, "Count"),
+        cw.ENGINE_RESTARTS: (now.engine_restarts - before.engine_restarts, "Count"),
+        cw.IN_FLIGHT: (float(in_flight), "Count"),
+        cw.OUTPUT_TOKENS_PER_SECOND: (
             since(now.generation_tokens, before.generation_tokens) / seconds
             if seconds > 0
             else 0.0,
@@ -119,21 +119,21 @@ def document(
     draft_tokens = since(now.draft_tokens, before.draft_tokens)
     if drafts > 0 and draft_tokens > 0:
         accepted = since(now.accepted, before.accepted)
-        values["AcceptanceRate"] = (accepted / draft_tokens, "None")
-        values["MeanAcceptanceLength"] = (1.0 + accepted / drafts, "None")
+        values[cw.ACCEPTANCE_RATE] = (accepted / draft_tokens, "None")
+        values[cw.MEAN_ACCEPTANCE_LENGTH] = (1.0 + accepted / drafts, "None")
         for position in sorted(now.accepted_by_position):
             accepted_here = since(
                 now.accepted_by_position[position], before.accepted_by_position.get(position, 0.0)
             )
             # vLLM counts positions from 0; the metric names them as a person does, from 1.
-            values[f"AcceptanceRatePosition{position + 1}"] = (accepted_here / drafts, "None")
+            values[cw.position_metric(position + 1)] = (accepted_here / drafts, "None")
     return {
         "_aws": {
             "Timestamp": timestamp_ms,
             "CloudWatchMetrics": [
                 {
-                    "Namespace": NAMESPACE,
-                    "Dimensions": [sorted(dimensions)],
+                    "Namespace": cw.NAMESPACE,
+                    "Dimensions": cw.dimension_sets(dimensions),
                     "Metrics": [{"Name": name, "Unit": unit} for name, (_, unit) in values.items()],
                 }
             ],

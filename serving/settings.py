@@ -18,7 +18,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from serving import paths
+from serving import cloudwatch, paths
 from serving.engine_args.environment import (
     boolean,
     not_a_boolean,
@@ -30,10 +30,13 @@ from serving.engine_args.speculative import parse_speculative_config
 from serving.logs import LOG_FORMAT_VAR, LogFormat
 from serving.secrets import redact_mapping
 from serving.variables import (
+    ENDPOINT_NAME_VAR,
+    HEAD_VERSION_VAR,
     HF_MODEL_ID_VAR,
     MODEL_VAR,
     OPT_ML_ROOT_VAR,
     TENSOR_PARALLEL_SIZE_VAR,
+    VARIANT_NAME_VAR,
 )
 
 
@@ -104,14 +107,17 @@ class Settings(BaseSettings):
     emf_interval_seconds: float = Field(
         60.0, validation_alias="SERVING_EMF_INTERVAL_SECONDS", ge=0, examples=[60]
     )
-    endpoint_name: str | None = Field(None, validation_alias="SERVING_ENDPOINT_NAME")
+    endpoint_name: str | None = Field(None, validation_alias=ENDPOINT_NAME_VAR)
     # Capture of sampled requests and answers as JSON lines: off unless a directory is set.
     capture_dir: Path | None = Field(None, validation_alias="SERVING_CAPTURE_DIR")
     capture_sample: float = Field(1.0, validation_alias="SERVING_CAPTURE_SAMPLE", ge=0, le=1)
     capture_file_mb: float = Field(
         64.0, validation_alias="SERVING_CAPTURE_FILE_MB", gt=0, examples=[64]
     )
-    variant_name: str | None = Field(None, validation_alias="SERVING_VARIANT_NAME")
+    variant_name: str | None = Field(None, validation_alias=VARIANT_NAME_VAR)
+    head_version: str | None = Field(
+        None, validation_alias=HEAD_VERSION_VAR, max_length=255, examples=["20260601120000"]
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -125,7 +131,11 @@ class Settings(BaseSettings):
 
     @property
     def metric_dimensions(self) -> dict[str, str]:
-        named = {"EndpointName": self.endpoint_name, "VariantName": self.variant_name}
+        named = {
+            cloudwatch.ENDPOINT_DIMENSION: self.endpoint_name,
+            cloudwatch.VARIANT_DIMENSION: self.variant_name,
+            cloudwatch.HEAD_VERSION_DIMENSION: self.head_version,
+        }
         return {name: value for name, value in named.items() if value}
 
     def __repr_args__(self):

@@ -15,5 +15,10 @@ MODEL_VAR = "SM_VLLM_MODEL"
 HF_MODEL_ID_VAR = "HF_MODEL_ID"
 # Where the /opt/ml tree is (tests and `make serve` point it at a demo tree).
 OPT_ML_ROOT_VAR = "OPT_ML_ROOT"
+# SageMaker does not tell a container its endpoint, variant or head: deploy sets these, and the
+# CloudWatch metrics carry them as dimensions.
+ENDPOINT_NAME_VAR = "SERVING_ENDPOINT_NAME"
+VARIANT_NAME_VAR = "SERVING_VARIANT_NAME"
+HEAD_VERSION_VAR = "SERVING_HEAD_VERSION"
 # SM_VLLM_* variables the settings consume themselves instead of passing on as flags.
 CONSUMED_VLLM_VARS = frozenset({SPECULATIVE_CONFIG_VAR, MODEL_VAR})

@@ -16,7 +16,15 @@ from tests.support.deploy import (
     deploy_cli,
     endpoint,
 )
-from tests.support.rollout import ARGS, CREATE_MODEL, NOT_FOUND
+from tests.support.rollout import (
+    ARGS,
+    CREATE_MODEL,
+    ERRORS_ALARM,
+    NOT_FOUND,
+    expect_alarms_deleted,
+    expect_errors_alarm,
+    expect_history,
+)
 
 
 def specification(memory_mb: int) -> dict:
@@ -147,7 +155,9 @@ def test_existing_component_is_updated(fixed_version) -> None:
         component("InService"),
         {"InferenceComponentName": "qwen-peagle-ic"},
     )
+    expect_history(stubbed.cloudwatch, [])
     sagemaker.add_response("create_model", {"ModelArn": f"{ACCOUNT_ARN}:model/x"}, CREATE_MODEL)
+    expect_errors_alarm(stubbed.cloudwatch)
     sagemaker.add_response(
         "update_inference_component",
         {"InferenceComponentArn": f"{ACCOUNT_ARN}:inference-component/qwen-peagle-ic"},
@@ -155,6 +165,16 @@ def test_existing_component_is_updated(fixed_version) -> None:
             "InferenceComponentName": "qwen-peagle-ic",
             "Specification": specification(memory_mb=16384),
             "RuntimeConfig": {"CopyCount": 1},
+            # A tenth of the copies first, watched for 600 s; a rollback moves all back.
+            "DeploymentConfig": {
+                "RollingUpdatePolicy": {
+                    "MaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 10},
+                    "WaitIntervalInSeconds": 600,
+                    "MaximumExecutionTimeoutInSeconds": 3630,
+                    "RollbackMaximumBatchSize": {"Type": "CAPACITY_PERCENT", "Value": 100},
+                },
+                "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": ERRORS_ALARM}]},
+            },
         },
     )
     sagemaker.add_response("describe_inference_component", component("Updating"))
@@ -163,8 +183,13 @@ def test_existing_component_is_updated(fixed_version) -> None:
         component("Failed", FailureReason="CUDA out of memory while loading the drafter."),
     )
 
+    stubbed.cloudwatch.add_response("describe_alarms", {"MetricAlarms": []})
+    expect_alarms_deleted(stubbed.cloudwatch, [ERRORS_ALARM])
+
     code, out, err = run_cli(
-        deploy_cli, deploy_argv(*ARGS, "--inference-component"), connect_to=stubbed.connect
+        deploy_cli,
+        deploy_argv(*ARGS, "--inference-component"),
+        connect_to=stubbed.connect,
     )
 
     assert code == 1

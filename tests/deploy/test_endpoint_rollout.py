@@ -19,7 +19,18 @@ from tests.support.deploy import (
     deploy_cli,
     endpoint,
 )
-from tests.support.rollout import ARGS, CREATE_MODEL, NOT_FOUND
+from tests.support.rollout import (
+    ACCEPTANCE_ALARM,
+    ARGS,
+    CREATE_MODEL,
+    ERRORS_ALARM,
+    NOT_FOUND,
+    expect_acceptance_alarm,
+    expect_alarms_deleted,
+    expect_errors_alarm,
+    expect_history,
+    rollback_config,
+)
 
 VARIANT_RESOURCE = "endpoint/qwen-peagle/variant/AllTraffic"
 PLAIN_CONFIG = {
@@ -105,11 +116,22 @@ def test_existing_endpoint_is_rolled_with_update(fixed_version) -> None:
         "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
     }
     autoscaling.add_response("deregister_scalable_target", {}, target)
+    # No acceptance in the last hour: only the errors alarm guards; one instance is too few
+    # for a canary, so the whole new fleet bakes.
+    expect_history(stubbed.cloudwatch, [])
+    expect_errors_alarm(stubbed.cloudwatch)
     sagemaker.add_response(
         "update_endpoint",
         {"EndpointArn": f"{ACCOUNT_ARN}:endpoint/{ENDPOINT}"},
-        {"EndpointName": ENDPOINT, "EndpointConfigName": VERSIONED},
+        {
+            "EndpointName": ENDPOINT,
+            "EndpointConfigName": VERSIONED,
+            "DeploymentConfig": rollback_config(
+                [ERRORS_ALARM], {"Type": "ALL_AT_ONCE", "WaitIntervalInSeconds": 600}
+            ),
+        },
     )
+    expect_alarms_deleted(stubbed.cloudwatch, [ERRORS_ALARM])
     sagemaker.add_response(
         "describe_endpoint",
         endpoint("Updating", "qwen-peagle-20250101000000"),
@@ -158,29 +180,52 @@ def test_existing_endpoint_is_rolled_with_update(fixed_version) -> None:
     stubbed.assert_done()
     assert "exists: rolling it onto qwen-peagle-20250601120000" in out
     assert "endpoint qwen-peagle: Updating" in out
+    assert "no acceptance recorded for the current head in the last hour" in out
 
 
 def test_failed_update_that_rolled_back_is_a_failure(fixed_version) -> None:
     stubbed = Stubbed()
-    sagemaker = stubbed.sagemaker
+    sagemaker, cloudwatch = stubbed.sagemaker, stubbed.cloudwatch
     old = "qwen-peagle-20250101000000"
     sagemaker.add_response(
         "describe_endpoint", endpoint("InService", old), {"EndpointName": ENDPOINT}
     )
     stubbed.autoscaling.add_response("describe_scalable_targets", {"ScalableTargets": []})
+    # The current head averaged 3.0 over the last hour: the new one must hold 2.7.
+    expect_history(cloudwatch, [2.9, 3.1])
     expect_plain_creation(stubbed)
+    expect_acceptance_alarm(cloudwatch, 2.7)
+    expect_errors_alarm(cloudwatch)
     sagemaker.add_response("update_endpoint", {"EndpointArn": f"{ACCOUNT_ARN}:endpoint/x"})
     sagemaker.add_response("describe_endpoint", endpoint("Updating", old))
     sagemaker.add_response("describe_endpoint", endpoint("RollingBack", old))
-    reason = "The primary container for variant AllTraffic did not pass the ping health check."
+    reason = "Alarm qwen-peagle-20250601120000-acceptance was triggered."
     sagemaker.add_response("describe_endpoint", endpoint("InService", old, FailureReason=reason))
+    saw = (
+        "Threshold Crossed: 2 out of the last 3 datapoints [1.21 (01/06/25 12:14:00), 1.18 "
+        "(01/06/25 12:13:00)] were less than the threshold (2.7)."
+    )
+    cloudwatch.add_response(
+        "describe_alarms",
+        {
+            "MetricAlarms": [
+                {"AlarmName": ACCEPTANCE_ALARM, "StateValue": "ALARM", "StateReason": saw},
+                {"AlarmName": ERRORS_ALARM, "StateValue": "OK", "StateReason": "fine"},
+            ]
+        },
+        {"AlarmNames": [ACCEPTANCE_ALARM, ERRORS_ALARM]},
+    )
+    expect_alarms_deleted(cloudwatch, [ACCEPTANCE_ALARM, ERRORS_ALARM])
 
     code, out, err = run_cli(deploy_cli, deploy_argv(*ARGS), connect_to=stubbed.connect)
 
     assert code == 1
     stubbed.assert_done()
     assert "rolled back" in err and reason in err
+    assert f"alarm {ACCEPTANCE_ALARM} fired: {saw}" in err
+    assert ERRORS_ALARM not in err.split("FailureReason")[1]  # only the alarm that fired
     assert "/aws/sagemaker/Endpoints/qwen-peagle" in err
+    assert "mean acceptance length over the last hour is 3.00" in out
 
 
 @pytest.mark.parametrize("status", ["Failed", "OutOfService"])

@@ -55,7 +55,7 @@ def client(service: str, endpoint_url: str | None = None):
 class Stubbed:
     """A Connection whose clients answer only what each test queued on their Stubbers."""
 
-    services: tuple[str, ...] = ("sagemaker", "application-autoscaling", "s3")
+    services: tuple[str, ...] = ("sagemaker", "application-autoscaling", "s3", "cloudwatch")
     stubbers: dict[str, Stubber] = field(default_factory=dict)
     connection: Connection | None = None
 
@@ -73,6 +73,10 @@ class Stubbed:
     @property
     def autoscaling(self) -> Stubber:
         return self.stubbers["application-autoscaling"]
+
+    @property
+    def cloudwatch(self) -> Stubber:
+        return self.stubbers["cloudwatch"]
 
     def connect(self, profile, region, endpoint_url) -> Connection:
         return self.connection
@@ -155,6 +159,7 @@ def component(status: str, **extra) -> dict:
         "EndpointName": ENDPOINT,
         "EndpointArn": f"{ACCOUNT_ARN}:endpoint/{ENDPOINT}",
         "InferenceComponentStatus": status,
+        "Specification": {"ModelName": VERSIONED},
         "CreationTime": WHEN,
         "LastModifiedTime": WHEN,
         **extra,

@@ -3,6 +3,8 @@ request with its exact parameters, and the command line's sizing and environment
 
 from __future__ import annotations
 
+from botocore.stub import ANY
+
 from tests.support.deploy import (
     ENDPOINT,
     HEAD_URI,
@@ -11,6 +13,7 @@ from tests.support.deploy import (
     SPEC,
     TARGET_URI,
     VERSIONED,
+    WHEN,
     client_error,
 )
 
@@ -33,6 +36,7 @@ CREATE_MODEL = {
             "SM_VLLM_SPECULATIVE_CONFIG": SPEC,
             "SERVING_ENDPOINT_NAME": ENDPOINT,
             "SERVING_VARIANT_NAME": "AllTraffic",
+            "SERVING_HEAD_VERSION": VERSIONED.removeprefix(ENDPOINT + "-"),
             "SM_VLLM_MAX_MODEL_LEN": "32768",
         },
     },
@@ -45,3 +49,95 @@ ARGS = (
     "--image-cuda", "12.9",
     "--inference-ami-version", "al2-ami-sagemaker-inference-gpu-3-1",
 )  # fmt: skip
+
+
+# The guard on an existing endpoint: its CloudWatch history, the alarms, their deletion.
+HEAD_DIMENSIONS = [
+    {"Name": "EndpointName", "Value": ENDPOINT},
+    {"Name": "HeadVersion", "Value": VERSIONED.removeprefix(ENDPOINT + "-")},
+    {"Name": "VariantName", "Value": "AllTraffic"},
+]
+ACCEPTANCE_ALARM = f"{VERSIONED}-acceptance"
+ERRORS_ALARM = f"{VERSIONED}-errors"
+
+
+def expect_history(cloudwatch, averages: list[float]) -> None:
+    """GetMetricStatistics: the production variant's last hour of MeanAcceptanceLength."""
+    cloudwatch.add_response(
+        "get_metric_statistics",
+        {
+            "Label": "MeanAcceptanceLength",
+            "Datapoints": [{"Average": value, "Timestamp": WHEN} for value in averages],
+        },
+        {
+            "Namespace": "SageMaker/vLLM-PEagle",
+            "MetricName": "MeanAcceptanceLength",
+            "Dimensions": [
+                {"Name": "EndpointName", "Value": ENDPOINT},
+                {"Name": "VariantName", "Value": "AllTraffic"},
+            ],
+            "StartTime": ANY,
+            "EndTime": ANY,
+            "Period": 3600,
+            "Statistics": ["Average"],
+        },
+    )
+
+
+def expect_alarm(cloudwatch, name: str, metric: str, **settings) -> None:
+    cloudwatch.add_response(
+        "put_metric_alarm",
+        {},
+        {
+            "AlarmName": name,
+            "AlarmDescription": ANY,
+            "Namespace": "SageMaker/vLLM-PEagle",
+            "MetricName": metric,
+            "Dimensions": HEAD_DIMENSIONS,
+            "Period": 60,
+            "TreatMissingData": "notBreaching",
+            **settings,
+        },
+    )
+
+
+def expect_errors_alarm(cloudwatch) -> None:
+    expect_alarm(
+        cloudwatch,
+        ERRORS_ALARM,
+        "Errors",
+        Statistic="Sum",
+        EvaluationPeriods=1,
+        DatapointsToAlarm=1,
+        Threshold=0.0,
+        ComparisonOperator="GreaterThanThreshold",
+    )
+
+
+def expect_acceptance_alarm(cloudwatch, threshold: float) -> None:
+    expect_alarm(
+        cloudwatch,
+        ACCEPTANCE_ALARM,
+        "MeanAcceptanceLength",
+        Statistic="Average",
+        EvaluationPeriods=3,
+        DatapointsToAlarm=2,
+        Threshold=threshold,
+        ComparisonOperator="LessThanThreshold",
+    )
+
+
+def expect_alarms_deleted(cloudwatch, names: list[str]) -> None:
+    cloudwatch.add_response("delete_alarms", {}, {"AlarmNames": names})
+
+
+def rollback_config(names: list[str], routing: dict, timeout: int = 3630) -> dict:
+    return {
+        "BlueGreenUpdatePolicy": {
+            "TrafficRoutingConfiguration": routing,
+            "TerminationWaitInSeconds": 0,
+            # 920 s download + 910 s start-up + two 600 s bakes + 600 s
+            "MaximumExecutionTimeoutInSeconds": timeout,
+        },
+        "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": name} for name in names]},
+    }

@@ -1,0 +1,219 @@
+"""The command line's options: one parser, one subcommand per task."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from deploy.plan import (
+    DEFAULT_ACCEPTANCE_FLOOR,
+    DEFAULT_BAKE_SECONDS,
+    DEFAULT_CANARY_PERCENT,
+    DEFAULT_IMAGE_CUDA,
+    DEFAULT_INSTANCE_TYPE,
+    DEFAULT_NUM_SPECULATIVE_TOKENS,
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    aws = common.add_argument_group("AWS")
+    aws.add_argument("--region", help="AWS region (else AWS_REGION or the profile's)")
+    aws.add_argument("--profile", help="AWS profile from ~/.aws/config")
+    aws.add_argument("--endpoint-url", help="send every call here (tests, local stacks)")
+
+    top = argparse.ArgumentParser(
+        prog="sagemaker-peagle-deploy",
+        description="Take a target model and its P-EAGLE head to a SageMaker endpoint.",
+    )
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    up = commands.add_parser(
+        "upload", parents=[common], help="upload the target and head directories to S3"
+    )
+    up.add_argument("--target-dir", type=Path, required=True, help="local target model")
+    up.add_argument("--head-dir", type=Path, required=True, help="local P-EAGLE head")
+    up.add_argument(
+        "--s3-uri", required=True, help="base prefix s3://bucket/path/; gets model/ and eagle/"
+    )
+
+    deploy = commands.add_parser(
+        "deploy",
+        parents=[common],
+        help="create or update the endpoint",
+        description="Create the model, endpoint config and endpoint (or roll an existing "
+        "endpoint onto a new model), wait until it is in service, and set up autoscaling.",
+    )
+    deploy.add_argument("--name", required=True, help="endpoint name (letters, digits, -)")
+    deploy.add_argument("--image", required=True, help="the serving image's ECR URI")
+    deploy.add_argument(
+        "--image-cuda",
+        default=DEFAULT_IMAGE_CUDA,
+        help="the CUDA release the image is built on, which decides the inference AMI "
+        "(%(default)s: vllm/vllm-openai:v0.32.0; 12.9 for the -cu129 base)",
+    )
+    deploy.add_argument("--role", required=True, help="IAM role ARN SageMaker assumes")
+    deploy.add_argument("--target-uri", required=True, help="s3://.../model/ (from upload)")
+    deploy.add_argument("--head-uri", required=True, help="s3://.../eagle/ (from upload)")
+    deploy.add_argument(
+        "--k",
+        type=int,
+        default=DEFAULT_NUM_SPECULATIVE_TOKENS,
+        help="num_speculative_tokens (default %(default)s)",
+    )
+    deploy.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="container variable (SM_VLLM_*, SERVING_*, SAGEMAKER_*); repeatable",
+    )
+    sizes = deploy.add_argument_group("model size (sets timeouts and disk; first given wins)")
+    sizes.add_argument("--target-dir", type=Path, help="local copy of the target: size, checks")
+    sizes.add_argument("--head-dir", type=Path, help="local copy of the head: size, checks")
+    sizes.add_argument("--model-gb", type=float, help="target + head size in GB")
+    host = deploy.add_argument_group("hosting")
+    host.add_argument("--instance-type", default=DEFAULT_INSTANCE_TYPE, help="(%(default)s)")
+    host.add_argument("--instance-count", type=int, default=1, help="(%(default)s)")
+    host.add_argument(
+        "--inference-ami-version",
+        help="default: the newest whose NVIDIA driver runs the image's CUDA release",
+    )
+    host.add_argument(
+        "--inference-component",
+        action="store_true",
+        help="host the model as an inference component on the endpoint",
+    )
+    host.add_argument("--accelerators", type=int, default=1, help="GPUs per copy (%(default)s)")
+    host.add_argument(
+        "--memory-mb", type=int, default=16384, help="host memory per copy (%(default)s)"
+    )
+    host.add_argument("--copies", type=int, default=1, help="component copies (%(default)s)")
+    scale = deploy.add_argument_group("autoscaling")
+    scale.add_argument("--autoscale", action="store_true", help="add a target-tracking policy")
+    scale.add_argument("--min-capacity", type=int, help="instances (or copies) at least")
+    scale.add_argument("--max-capacity", type=int, help="instances (or copies) at most")
+    scale.add_argument("--target-value", type=float, help="load per instance (or copy) to hold")
+    scale.add_argument(
+        "--metric",
+        choices=("concurrency", "invocations"),
+        default="concurrency",
+        help="concurrent requests (high resolution) or invocations per minute (%(default)s)",
+    )
+    guard = deploy.add_argument_group(
+        "guarded update (an existing endpoint moves to the new head through a canary that "
+        "SageMaker rolls back when an alarm fires)"
+    )
+    guard.add_argument(
+        "--canary",
+        type=percent,
+        default=f"{DEFAULT_CANARY_PERCENT}%",
+        help="share of the capacity that takes the new head first (%(default)s)",
+    )
+    guard.add_argument(
+        "--bake",
+        type=int,
+        default=DEFAULT_BAKE_SECONDS,
+        metavar="SECONDS",
+        help="how long the canary is watched before the rest moves (%(default)s)",
+    )
+    guard.add_argument(
+        "--min-acceptance",
+        type=float,
+        help="roll back when the new head's mean acceptance length falls below this "
+        f"(default: {DEFAULT_ACCEPTANCE_FLOOR:g} x the current head's over the last hour)",
+    )
+    deploy.add_argument("--dry-run", action="store_true", help="print the requests, send none")
+    deploy.add_argument(
+        "--update",
+        action="store_true",
+        help="with --dry-run: print the requests that roll an existing endpoint onto the head",
+    )
+    deploy.add_argument(
+        "--poll-seconds", type=float, default=30.0, help="status poll interval (%(default)s)"
+    )
+
+    call = commands.add_parser("invoke", parents=[common], help="send one chat request")
+    call.add_argument("--name", required=True, help="endpoint name")
+    what = call.add_mutually_exclusive_group(required=True)
+    what.add_argument("--prompt", help="the user message")
+    what.add_argument("--payload", type=Path, help="a JSON chat request file")
+    call.add_argument("--max-tokens", type=int, help="overrides the payload's")
+    call.add_argument("--temperature", type=float, help="overrides the payload's")
+    call.add_argument("--stream", action="store_true", help="print tokens as they arrive")
+
+    show = commands.add_parser("status", parents=[common], help="the endpoint's state")
+    show.add_argument("--name", required=True, help="endpoint name")
+
+    remove = commands.add_parser(
+        "delete",
+        parents=[common],
+        help="delete the endpoint and everything deploy made for it",
+    )
+    remove.add_argument("--name", required=True, help="endpoint name")
+    remove.add_argument("--dry-run", action="store_true", help="print the requests, send none")
+    remove.add_argument("--poll-seconds", type=float, default=30.0, help=argparse.SUPPRESS)
+
+    shadow = commands.add_parser(
+        "shadow",
+        parents=[common],
+        help="add a new head as a shadow variant (or --remove it)",
+        description="Add a shadow variant that serves the new head beside the production "
+        "variant: same image, target and instances. SageMaker copies a sample of the live "
+        "requests to it and discards its answers; `compare` shows both heads' figures.",
+    )
+    shadow.add_argument("--name", required=True, help="endpoint name")
+    shadow.add_argument("--head-uri", help="s3://.../eagle/ of the new head")
+    shadow.add_argument("--k", type=int, help="num_speculative_tokens (default: production's)")
+    shadow.add_argument(
+        "--sample",
+        type=percent,
+        default="50%",
+        help="share of live requests copied to the shadow (%(default)s)",
+    )
+    shadow.add_argument("--remove", action="store_true", help="drop the shadow variant")
+    add_change_options(shadow)
+
+    promote = commands.add_parser(
+        "promote",
+        parents=[common],
+        help="make the shadow's head the production head",
+        description="Roll the production variant onto the shadow's head and K, and drop the "
+        "shadow variant.",
+    )
+    promote.add_argument("--name", required=True, help="endpoint name")
+    add_change_options(promote)
+
+    compare = commands.add_parser(
+        "compare",
+        parents=[common],
+        help="the production and shadow heads' figures side by side",
+        description="Acceptance per draft position, mean acceptance length, output tokens/s "
+        "and latency of both variants over one window, their ratio, and whether the "
+        "difference is larger than the window's noise. From CloudWatch (--name), or from two "
+        "local containers' /metrics (--container-url and --shadow-container-url).",
+    )
+    compare.add_argument("--name", help="endpoint name (reads CloudWatch)")
+    compare.add_argument(
+        "--minutes", type=int, default=60, help="the window: the last N minutes (%(default)s)"
+    )
+    compare.add_argument("--container-url", help="a local production container")
+    compare.add_argument("--shadow-container-url", help="a local shadow container")
+    return top
+
+
+def add_change_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="read the endpoint, print the requests that change it, send none",
+    )
+    command.add_argument("--poll-seconds", type=float, default=30.0, help=argparse.SUPPRESS)
+
+
+def percent(text: str) -> int:
+    """ "10%" or "10": a whole percentage from 0 to 100."""
+    value = text.strip().removesuffix("%")
+    if not value.isdigit() or int(value) > 100:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage; give e.g. 10%")
+    return int(value)
