@@ -86,15 +86,23 @@ def demo_root() -> Path:
     return DEMO_ROOT
 
 
+# What deploy puts in a model's environment for endpoint qwen-peagle, deployed at VERSION.
+EMF_DIMENSIONS = {
+    "SERVING_ENDPOINT_NAME": "qwen-peagle",
+    "SERVING_VARIANT_NAME": "AllTraffic",
+    "SERVING_HEAD_VERSION": "20250601120000",
+}
+
 CONFIGURATIONS = {
     # The main container: P-EAGLE on, a small concurrency limit to reach 429 quickly,
-    # SageMaker's stateful sessions on so session headers can be checked, EMF every 2 s,
-    # every request captured.
+    # SageMaker's stateful sessions on so session headers can be checked, EMF every 2 s with
+    # the dimensions deploy sets, every request captured.
     "peagle": lambda: demo_env(
         SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG),
         MAX_CONCURRENT_REQUESTS=str(PEAGLE_MAX_CONCURRENT),
         SAGEMAKER_ENABLE_STATEFUL_SESSIONS="true",
         SERVING_EMF_INTERVAL_SECONDS="2",
+        **EMF_DIMENSIONS,
         SERVING_CAPTURE_DIR=str(CAPTURE_DIR),
     ),
     # The target alone, for the lossless comparison; JSON logs; a short body timeout (408);

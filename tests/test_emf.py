@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import jsonschema
 
+from deploy import alarms, cloudwatch_figures
+from deploy.alarms import guard_alarms
 from serving.emf import Totals, document
 from tests.support.containers import TRAINED
+from tests.support.rollout import DEPLOYED
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "emf-schema.json").read_text())
 CODE = {
@@ -62,6 +66,18 @@ def test_an_interval_with_drafts_reports_acceptance_per_position():
     assert line["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["EndpointName", "VariantName"]]
 
 
+def test_a_head_version_adds_a_dimension_set_and_keeps_the_variants():
+    dimensions = {"EndpointName": "e", "VariantName": "v", "HeadVersion": "20250601120000"}
+    line = document(Totals(), Totals(requests=1), 60.0, 0, dimensions, 1)
+    check_emf(line)
+    # The variant's series go on across head changes; the head's own tell fleets apart.
+    assert line["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [
+        ["EndpointName", "VariantName"],
+        ["EndpointName", "HeadVersion", "VariantName"],
+    ]
+    assert line["HeadVersion"] == "20250601120000"
+
+
 def test_an_interval_without_drafts_reports_no_acceptance():
     line = document(Totals(), Totals(requests=1), 60.0, 0, {}, 1)
     check_emf(line)
@@ -100,3 +116,40 @@ def test_interval_zero_writes_no_emf_line(plain):
     # for the whole session by the time this runs, which would be many lines at 60 s.
     assert httpx.post(f"{plain.url}/invocations", json=CODE, timeout=120).status_code == 200
     assert emf_lines(plain.log_text()) == []
+
+
+def test_deploys_alarms_and_comparison_watch_what_the_container_writes(peagle):
+    """The alarms deploy creates and the series compare reads, against a real EMF line of a
+    container with the environment deploy gives a model: same namespace, a metric the line
+    carries, and exactly one of its dimension sets with the same values."""
+    start = len(peagle.log_text())
+    assert httpx.post(f"{peagle.url}/invocations", json=CODE, timeout=120).status_code == 200
+    deadline = time.monotonic() + 20
+    lines: list[dict] = []
+    while time.monotonic() < deadline and not any("MeanAcceptanceLength" in x for x in lines):
+        time.sleep(0.5)
+        lines = emf_lines(peagle.log_text()[start:])
+    line = next(line for line in lines if "MeanAcceptanceLength" in line)
+    directive = line["_aws"]["CloudWatchMetrics"][0]
+    written = {metric["Name"] for metric in directive["Metrics"]}
+    series = {
+        frozenset((name, line[name]) for name in dimension_set)
+        for dimension_set in directive["Dimensions"]
+    }
+    plan = replace(DEPLOYED, endpoint_name=line["EndpointName"], version=line["HeadVersion"])
+    watched = [alarms.put_alarm(plan, alarm).params for alarm in guard_alarms(plan, 2.5)]
+    queries = cloudwatch_figures.queries(plan.endpoint_name, "AllTraffic", "p", positions=3)
+    watched += [
+        {**query["MetricStat"]["Metric"], "Statistic": query["MetricStat"]["Stat"]}
+        for query in queries
+        if query["MetricStat"]["Metric"]["Namespace"] == directive["Namespace"]
+    ]
+    assert len(watched) == 2 + 6  # both alarms; length, 3 positions, tokens/s, requests
+    for params in watched:
+        assert params["Namespace"] == directive["Namespace"]
+        assert params["MetricName"] in written, params["MetricName"]
+        dimensions = frozenset((d["Name"], d["Value"]) for d in params["Dimensions"])
+        assert dimensions in series, (dimensions, series)
+        # Ratios average over the interval lines; counts add up.
+        expected = "Sum" if params["MetricName"] in ("Errors", "Requests") else "Average"
+        assert params["Statistic"] == expected

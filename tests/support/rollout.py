@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from botocore.stub import ANY
 
+from deploy.plan import Plan
+from deploy.s3 import parse_prefix
+from deploy.sizing import size_for
 from tests.support.deploy import (
     ENDPOINT,
     HEAD_URI,
@@ -141,3 +144,17 @@ def rollback_config(names: list[str], routing: dict, timeout: int = 3630) -> dic
         },
         "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": name} for name in names]},
     }
+
+
+# The plan behind CREATE_MODEL: what deploy decides for ARGS.
+DEPLOYED = Plan(
+    endpoint_name=ENDPOINT,
+    version=VERSIONED.removeprefix(ENDPOINT + "-"),
+    image_uri=IMAGE,
+    role_arn=ROLE,
+    target=parse_prefix("--target-uri", TARGET_URI),
+    head=parse_prefix("--head-uri", HEAD_URI),
+    num_speculative_tokens=7,
+    instance_type="ml.g7e.2xlarge",
+    sizing=size_for(31 * 10**9, "ml.g7e.2xlarge"),
+)
