@@ -11,6 +11,8 @@
   fault       engine stalled and killed, host and image: time to /ping 503 and back to 200
   retrain     capture a prose workload, fine-tune the P-EAGLE head on it, compare both heads
   ab          one configuration with two environments side by side (the cost of a setting)
+  shadow      head rollout rehearsal: a random head as the shadow, compare's verdict, and
+              the production latency with a shadow attached
 
 run, overhead, crosscheck and load take --url of a running container, or --start CONFIG
 (none, eagle3:K or peagle:K) to start a local one for the duration.
@@ -31,10 +33,11 @@ from bench.commands import (
     overhead,
     retrain,
     run,
+    shadow,
     sweep,
 )
 
-COMMANDS = (run, sweep, overhead, crosscheck, load, coldstart, image, fault, retrain, ab)
+COMMANDS = (run, sweep, overhead, crosscheck, load, coldstart, image, fault, retrain, ab, shadow)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,6 +3,10 @@ in front of the container on PORT (default 8080).
 
     boto3.client("sagemaker-runtime", endpoint_url="http://127.0.0.1:8081").invoke_endpoint(
         EndpointName="any-name", ContentType="application/json", Body=...)
+
+With --shadow-container-url, a second container is a shadow variant: --shadow-sample percent
+of the calls (default 50) go to it too, its answers are read and discarded, and GET /shadow
+counts what was mirrored. The answers the client gets are production's alone.
 """
 
 from __future__ import annotations
@@ -14,6 +18,19 @@ import os
 import uvicorn
 
 from local_runtime.app import INVOKE_TIMEOUT_SECONDS, Runtime, create_app
+from local_runtime.shadow import DEFAULT_SAMPLE_PERCENT, Shadow
+
+
+def percent(text: str) -> float:
+    """--shadow-sample's type; argparse names the flag in the error."""
+    wrong = argparse.ArgumentTypeError(f"{text!r} is not a percentage from 0 to 100")
+    try:
+        value = float(text)
+    except ValueError:
+        raise wrong from None
+    if not 0 <= value <= 100:  # NaN fails this too
+        raise wrong
+    return value
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -39,13 +56,37 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="cut each stream PayloadPart to this many bytes, to try a client against parts "
         "that split events as SageMaker's may (default: one part per container chunk)",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--shadow-container-url",
+        help="a shadow container's base URL: a sampled share of the calls is sent to it too, "
+        "its answers read and discarded, as SageMaker's shadow variants do (default: none)",
+    )
+    parser.add_argument(
+        "--shadow-sample",
+        type=percent,
+        metavar="PERCENT",
+        help="the share of calls mirrored to the shadow, 0 to 100 "
+        f"(default {DEFAULT_SAMPLE_PERCENT:g})",
+    )
+    args = parser.parse_args(argv)
+    if args.shadow_sample is not None and args.shadow_container_url is None:
+        parser.error("--shadow-sample needs --shadow-container-url, the shadow to mirror to")
+    return args
+
+
+def runtime_from(args: argparse.Namespace) -> Runtime:
+    """The runtime the command line asks for, with its shadow if it names one."""
+    shadow = None
+    if args.shadow_container_url is not None:
+        sample = DEFAULT_SAMPLE_PERCENT if args.shadow_sample is None else args.shadow_sample
+        shadow = Shadow(args.shadow_container_url, sample)
+    return Runtime(args.container_url, args.invoke_timeout, args.part_bytes, shadow=shadow)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    app = create_app(Runtime(args.container_url, args.invoke_timeout, args.part_bytes))
+    app = create_app(runtime_from(args))
     # loop and http stay "auto": uvloop and httptools when installed (uvicorn[standard], which
     # vLLM brings), which take about 0.3 ms off each call against asyncio and h11 here.
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)

@@ -1,6 +1,7 @@
 """The runtime's two routes, InvokeEndpoint and InvokeEndpointWithResponseStream, relayed to
 the container's /invocations as SageMaker relays them. Any endpoint name reaches the one
-container.
+container. With a shadow container (local_runtime/shadow.py), a sampled share of the calls
+is mirrored to it too; GET /shadow shows what was mirrored.
 
 Both routes are raw ASGI apps under Starlette's router: the relay is the runtime's hot path,
 and Starlette's Request and Response objects cost more there than the routes need."""
@@ -16,7 +17,7 @@ from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -31,6 +32,7 @@ from local_runtime.errors import (
     validation_error,
 )
 from local_runtime.headers import CUSTOM_ATTRIBUTES_MAX, to_client, to_container
+from local_runtime.shadow import Shadow
 
 log = logging.getLogger("local_runtime")
 # SageMaker's limits: the request body, the time to answer, and the /ping timeout.
@@ -48,6 +50,7 @@ class Runtime:
         container_url: str,
         invoke_timeout: float = INVOKE_TIMEOUT_SECONDS,
         part_bytes: int | None = None,
+        shadow: Shadow | None = None,
     ):
         self.invoke_timeout = invoke_timeout
         # SageMaker does not align PayloadParts with the container's events; cutting parts
@@ -55,6 +58,7 @@ class Runtime:
         self.part_bytes = part_bytes
         self.container = ContainerClient(container_url, connect_timeout=PING_TIMEOUT_SECONDS)
         self.in_service = False
+        self.shadow = shadow
 
     async def check_in_service(self) -> bool:
         if not self.in_service:
@@ -66,8 +70,16 @@ class Runtime:
                 pass
         return self.in_service
 
+    def mirror(self, headers: Mapping[str, str], body: bytes, stream: bool) -> None:
+        """Offer the call, as the container gets it, to the shadow. Synchronous: production
+        never waits on the shadow."""
+        if self.shadow is not None:
+            self.shadow.offer(headers, body, stream, self.invoke_timeout)
+
     async def aclose(self) -> None:
         self.container.close()
+        if self.shadow is not None:
+            await self.shadow.aclose()
 
 
 class Call:
@@ -157,11 +169,11 @@ class InvokeEndpoint:
             return too_large(call.request_id)
         if (refused := await refusal(self.runtime, call)) is not None:
             return refused
+        headers = to_container(call.headers, False)
+        self.runtime.mirror(headers, body, False)
         try:
             async with asyncio.timeout(self.runtime.invoke_timeout):
-                return await self.runtime.container.fetch(
-                    "POST", "/invocations", to_container(call.headers, False), body
-                )
+                return await self.runtime.container.fetch("POST", "/invocations", headers, body)
         except TimeoutError:
             return model_error(call.endpoint_name, 0, TIMED_OUT, call.request_id)
         except ContainerError as error:
@@ -188,13 +200,12 @@ class InvokeEndpointWithResponseStream:
         if (refused := await refusal(self.runtime, call)) is not None:
             return refused
         name = call.endpoint_name
+        headers = to_container(call.headers, True)
+        self.runtime.mirror(headers, body, True)
         try:
             async with asyncio.timeout(self.runtime.invoke_timeout):
                 upstream = await self.runtime.container.stream(
-                    "/invocations",
-                    to_container(call.headers, True),
-                    body,
-                    read_timeout=self.runtime.invoke_timeout,
+                    "/invocations", headers, body, read_timeout=self.runtime.invoke_timeout
                 )
                 if upstream.status >= 400:
                     try:
@@ -241,6 +252,21 @@ async def payload_parts(
         upstream.close()
 
 
+class ShadowCounters:
+    """GET /shadow: what the shadow container was offered and what became of it."""
+
+    def __init__(self, runtime: Runtime):
+        self.runtime = runtime
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.runtime.shadow is None:
+            message = "No shadow container; start the runtime with --shadow-container-url URL."
+            answer = JSONResponse({"Message": message}, status_code=404)
+        else:
+            answer = JSONResponse(self.runtime.shadow.counters())
+        await answer(scope, receive, send)
+
+
 def create_app(runtime: Runtime) -> Starlette:
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -254,5 +280,6 @@ def create_app(runtime: Runtime) -> Starlette:
             InvokeEndpointWithResponseStream(runtime),
             methods=["POST"],
         ),
+        Route("/shadow", ShadowCounters(runtime), methods=["GET"]),
     ]
     return Starlette(routes=routes, lifespan=lifespan)

@@ -6,11 +6,21 @@ import boto3
 from botocore.config import Config
 
 from local_runtime.app import Runtime, create_app
+from local_runtime.shadow import DEFAULT_SAMPLE_PERCENT, Shadow
 from tests.support.in_process import serving
 
 
-def local_runtime(container_url: str, **options):
-    """The runtime on a free loopback port, in this process, for the block's duration."""
+def local_runtime(
+    container_url: str,
+    shadow_url: str | None = None,
+    shadow_sample: float = DEFAULT_SAMPLE_PERCENT,
+    **options,
+):
+    """The runtime on a free loopback port, in this process, for the block's duration; with
+    `shadow_url`, mirroring `shadow_sample` percent of the calls to that shadow container
+    (`shadow=Shadow(...)` among `options` sets the rest of a shadow's options)."""
+    if shadow_url is not None:
+        options["shadow"] = Shadow(shadow_url, shadow_sample)
     return serving(create_app(Runtime(container_url, **options)))
 
 

@@ -1,0 +1,204 @@
+"""The head-rollout rehearsal: a good head in production, a bad one (random weights) as the
+shadow, the local SageMaker Runtime mirroring a sample of the requests, and `compare`'s
+verdict; then what attaching a shadow costs the production path, side by side.
+
+The runtime's own cost is measured with a stand-in shadow that answers at once, so the
+production engine is the only engine on the machine, as on SageMaker, where the shadow has
+instances of its own. With the shadow engine on the same two cores the figure is the
+machine's contention, and it is reported too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.client import RequestResult
+from bench.configuration import Configuration, LocalContainer
+from bench.overhead import leg_summary
+from bench.run import run_batch, warm_up
+from bench.targets import UrlTarget
+from deploy import container_figures
+from harness.container import free_port
+from harness.heads import random_head_tree
+from harness.paths import REPO_ROOT
+from serving import paths
+
+START_SECONDS = 30.0
+
+
+def wait_for_port(port: int, process: subprocess.Popen, what: str) -> None:
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode} before listening")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{what} did not listen on port {port} within {START_SECONDS:.0f} s")
+
+
+@contextlib.contextmanager
+def process(argv: Sequence[str], port: int, what: str, log: Path) -> Iterator[str]:
+    """A server process listening on `port` for the block; its URL."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as output:
+        child = subprocess.Popen(argv, cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT)
+        try:
+            wait_for_port(port, child, what)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            child.terminate()
+            child.wait(timeout=30)
+
+
+def runtime(
+    container_url: str, out_dir: Path, name: str, shadow_url: str | None = None, sample: int = 50
+):
+    port = free_port()
+    argv = [sys.executable, "-m", "local_runtime", "--port", str(port)]
+    argv += ["--container-url", container_url]
+    if shadow_url is not None:
+        argv += ["--shadow-container-url", shadow_url, "--shadow-sample", str(sample)]
+    return process(argv, port, f"runtime {name}", out_dir / "logs" / f"runtime-{name}.log")
+
+
+def standin(out_dir: Path):
+    """The container stand-in of the runtime's own benchmark: answers at once, no engine."""
+    port = free_port()
+    argv = [sys.executable, "-m", "tests.support.standin_container", "--port", str(port)]
+    return process(argv, port, "stand-in shadow", out_dir / "logs" / "standin.log")
+
+
+def invocations(runtime_url: str, connections: int = 8) -> UrlTarget:
+    return UrlTarget(f"{runtime_url}/endpoints/rehearsal/invocations", connections)
+
+
+def wait_for_mirrors(runtime_url: str, timeout: float = 600.0) -> dict[str, Any]:
+    """The runtime's shadow counters once every mirror it sent has ended."""
+    deadline = time.monotonic() + timeout
+    while True:
+        counters = httpx.get(f"{runtime_url}/shadow", timeout=5).json()
+        if counters["answered"] + counters["failed"] >= counters["mirrored"]:
+            return counters
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the shadow's mirrors did not end within {timeout:.0f} s")
+        time.sleep(0.5)
+
+
+async def send_all(url: str, payloads: Sequence[dict[str, Any]]) -> list[RequestResult]:
+    target = invocations(url) if "/endpoints/" not in url else UrlTarget(url, 8)
+    try:
+        results, _ = await run_batch(target, payloads, 1)
+        return results
+    finally:
+        await target.aclose()
+
+
+def rehearse(
+    production_url: str, shadow_url: str, payloads: Sequence[dict[str, Any]], out_dir: Path,
+    sample: int,
+) -> dict[str, Any]:  # fmt: skip
+    """Every payload once through a runtime with the shadow attached, and once straight to
+    the production container: the comparison, and whether production's answers changed."""
+    with runtime(production_url, out_dir, "rehearsal", shadow_url, sample) as runtime_url:
+        mirrored = asyncio.run(send_all(runtime_url, payloads))
+        counters = wait_for_mirrors(runtime_url)
+    direct = asyncio.run(send_all(f"{production_url}/invocations", payloads))
+    identical = sum(
+        a.ok and b.ok and a.text == b.text for a, b in zip(mirrored, direct, strict=True)
+    )
+    table = container_figures.local(production_url, shadow_url)
+    return {
+        "requests": len(payloads),
+        "shadow": counters,
+        "answers_identical": identical,
+        "comparison": table.render(),
+        "verdict": table.headline().verdict(),
+    }
+
+
+async def side_by_side(
+    plain: UrlTarget, shadowed: UrlTarget, payloads: Sequence[dict[str, Any]], rounds: int
+) -> dict[str, Any]:
+    """Alternating rounds at one client: p50 and p99 of each path, and the difference."""
+    await warm_up(plain, payloads)
+    await warm_up(shadowed, payloads)
+    collected: dict[str, tuple[list[RequestResult], float]] = {
+        "plain": ([], 0.0),
+        "shadow": ([], 0.0),
+    }
+    for round_number in range(rounds):
+        order = [("plain", plain), ("shadow", shadowed)]
+        if round_number % 2:
+            order.reverse()
+        for name, target in order:
+            results, wall = await run_batch(target, payloads, 1)
+            previous, previous_wall = collected[name]
+            collected[name] = (previous + results, previous_wall + wall)
+    summaries = {name: leg_summary(*pair) for name, pair in collected.items()}
+    return {
+        **summaries,
+        "added_p50_ms": summaries["shadow"]["latency_ms_p50"]
+        - summaries["plain"]["latency_ms_p50"],
+        "added_p99_ms": summaries["shadow"]["latency_ms_p99"]
+        - summaries["plain"]["latency_ms_p99"],
+    }
+
+
+def overhead(
+    production_url: str, shadow_url: str, payloads: Sequence[dict[str, Any]], out_dir: Path,
+    rounds: int, sample: int,
+) -> dict[str, Any]:  # fmt: skip
+    figures: dict[str, Any] = {}
+    with (
+        runtime(production_url, out_dir, "plain") as plain_url,
+        standin(out_dir) as standin_url,
+        runtime(production_url, out_dir, "standin", standin_url, sample) as standin_runtime,
+        runtime(production_url, out_dir, "engine", shadow_url, sample) as engine_runtime,
+    ):
+        for name, shadowed_url in (("standin", standin_runtime), ("engine", engine_runtime)):
+            plain, shadowed = invocations(plain_url), invocations(shadowed_url)
+            try:
+                figures[name] = asyncio.run(side_by_side(plain, shadowed, payloads, rounds))
+            finally:
+                asyncio.run(plain.aclose())
+                asyncio.run(shadowed.aclose())
+    return figures
+
+
+def measure(
+    configuration: Configuration,
+    opt_ml_root: Path,
+    rehearsal_payloads: Sequence[dict[str, Any]],
+    overhead_payloads: Sequence[dict[str, Any]],
+    out_dir: Path,
+    sample: int,
+    rounds: int,
+) -> dict[str, Any]:
+    bad_tree = random_head_tree(opt_ml_root, out_dir / "random-head")
+    good = LocalContainer(configuration, opt_ml_root, out_dir / "logs" / "production.log")
+    bad = LocalContainer(
+        replace(configuration, drafter=paths.channel_dir(bad_tree)),
+        bad_tree,
+        out_dir / "logs" / "shadow.log",
+        extra_env={"SERVING_VARIANT_NAME": "Shadow"},
+    )
+    with good.start(), bad.start():
+        print("starting the production and shadow containers ...", file=sys.stderr, flush=True)
+        good.wait_ready()
+        bad.wait_ready()
+        rehearsal = rehearse(good.url, bad.url, rehearsal_payloads, out_dir, sample)
+        print(rehearsal["comparison"], file=sys.stderr, flush=True)
+        costs = overhead(good.url, bad.url, overhead_payloads, out_dir, rounds, sample)
+    return {"rehearsal": rehearsal, "overhead": costs}
