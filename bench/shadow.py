@@ -96,8 +96,7 @@ def wait_for_mirrors(runtime_url: str, timeout: float = 600.0) -> dict[str, Any]
         time.sleep(0.5)
 
 
-async def send_all(url: str, payloads: Sequence[dict[str, Any]]) -> list[RequestResult]:
-    target = invocations(url) if "/endpoints/" not in url else UrlTarget(url, 8)
+async def send_all(target: UrlTarget, payloads: Sequence[dict[str, Any]]) -> list[RequestResult]:
     try:
         results, _ = await run_batch(target, payloads, 1)
         return results

@@ -58,11 +58,11 @@ def variant_dimensions(endpoint_name: str, variant_name: str) -> list[dict[str, 
 def guard_alarms(plan: Plan, min_acceptance: float | None) -> list[Alarm]:
     """The errors alarm always; the acceptance one when there is a floor to hold."""
     stem = names.with_suffix(plan.endpoint_name, f"-{plan.head_version}")
-    alarms = [
+    guard = [
         Alarm(f"{stem}-errors", cw.ERRORS, "Sum", "GreaterThanThreshold", 0.0, 1, 1),
     ]
     if min_acceptance is not None:
-        alarms.insert(
+        guard.insert(
             0,
             Alarm(
                 f"{stem}-acceptance",
@@ -74,7 +74,16 @@ def guard_alarms(plan: Plan, min_acceptance: float | None) -> list[Alarm]:
                 ACCEPTANCE_DATAPOINTS,
             ),
         )
-    return alarms
+    return guard
+
+
+ALARM_KINDS = ("acceptance", "errors")
+
+
+def is_guard_alarm(endpoint_name: str, alarm_name: str) -> bool:
+    """Whether `alarm_name` is one of the alarms a deploy of `endpoint_name` creates."""
+    stem, _, kind = alarm_name.rpartition("-")
+    return kind in ALARM_KINDS and names.is_versioned_name(endpoint_name, stem)
 
 
 def put_alarm(plan: Plan, alarm: Alarm) -> Call:

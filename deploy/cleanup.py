@@ -1,6 +1,7 @@
 """The delete subcommand: an endpoint and everything deploy made for it, whatever is left.
 
-Found first, then deleted in the order SageMaker allows: scaling policies and scalable
+Found first, then deleted in the order SageMaker allows: a guarded update's alarms left
+behind (NAME-<timestamp>-acceptance/-errors), scaling policies and scalable
 targets (they hold the resources), inference components (waited out, since the endpoint
 cannot go while it hosts them), the endpoint, then every endpoint config and model of the
 form NAME-<timestamp> (one per deploy run) plus those the endpoint and its components named.
@@ -15,7 +16,7 @@ from typing import Any, TextIO
 from botocore import xform_name
 from botocore.exceptions import ClientError
 
-from deploy import names, requests
+from deploy import alarms, names, requests
 from deploy.calls import Call, send
 from deploy.clients import Connection
 from deploy.waiting import Clock, is_not_found, wait_until_gone
@@ -35,6 +36,8 @@ class Inventory:
     scalable_targets: list[tuple[str, str, list[str]]] = field(default_factory=list)
     endpoint_configs: list[str] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
+    # A guarded update's alarms, left behind when its command was stopped mid-wait
+    alarms: list[str] = field(default_factory=list)
 
 
 def list_components(endpoint_name: str) -> Call:
@@ -49,6 +52,10 @@ def list_models(endpoint_name: str) -> Call:
     return Call(SAGEMAKER, "ListModels", {"NameContains": endpoint_name})
 
 
+def list_alarms(endpoint_name: str) -> Call:
+    return Call(alarms.CLOUDWATCH, "DescribeAlarms", {"AlarmNamePrefix": f"{endpoint_name}-"})
+
+
 def discovery_calls(endpoint_name: str, resource_ids: list[str]) -> list[Call]:
     """The read requests that find the resources (the dry run prints them)."""
     return [
@@ -57,6 +64,7 @@ def discovery_calls(endpoint_name: str, resource_ids: list[str]) -> list[Call]:
         requests.describe_scalable_targets(resource_ids),
         list_endpoint_configs(endpoint_name),
         list_models(endpoint_name),
+        list_alarms(endpoint_name),
     ]
 
 
@@ -75,6 +83,8 @@ def assumed_inventory(endpoint_name: str) -> Inventory:
 
 def delete_calls(endpoint_name: str, inventory: Inventory) -> list[Call]:
     found: list[Call] = []
+    if inventory.alarms:
+        found.append(alarms.delete_alarms(inventory.alarms))
     for resource_id, dimension, policies in inventory.scalable_targets:
         target = {"ServiceNamespace": SAGEMAKER, "ResourceId": resource_id}
         for policy in policies:
@@ -153,6 +163,11 @@ def discover(endpoint_name: str, connection: Connection) -> Inventory:
     }
     inventory.endpoint_configs = sorted(configs)
     inventory.models = sorted(models)
+    inventory.alarms = sorted(
+        alarm["AlarmName"]
+        for alarm in pages(connection, list_alarms(endpoint_name), "MetricAlarms")
+        if alarms.is_guard_alarm(endpoint_name, alarm["AlarmName"])
+    )
     return inventory
 
 
@@ -186,6 +201,8 @@ def describe_deletion(call: Call) -> str:
     if call.service == AUTOSCALING:
         policy = call.params.get("PolicyName")
         return f"{call.operation} {policy + ' on ' if policy else ''}{call.params['ResourceId']}"
+    if call.operation == "DeleteAlarms":
+        return f"DeleteAlarms {', '.join(call.params['AlarmNames'])}"
     return f"{call.operation} {next(iter(call.params.values()))}"
 
 

@@ -36,6 +36,24 @@ class Counts:
     generation_tokens: float = 0.0
 
 
+def since(now: Counts, before: Counts) -> Counts:
+    """The counts of the window between two scrapes of one container."""
+    before_buckets = dict(before.latency_buckets)
+    return Counts(
+        drafts=now.drafts - before.drafts,
+        accepted_by_position={
+            k: value - before.accepted_by_position.get(k, 0.0)
+            for k, value in now.accepted_by_position.items()
+        },
+        requests=now.requests - before.requests,
+        latency_sum=now.latency_sum - before.latency_sum,
+        latency_buckets=[
+            (upper, count - before_buckets.get(upper, 0.0)) for upper, count in now.latency_buckets
+        ],
+        generation_tokens=now.generation_tokens - before.generation_tokens,
+    )
+
+
 def counts(text: str) -> Counts:
     found = Counts()
     by_position: dict[int, float] = defaultdict(float)

@@ -125,6 +125,14 @@ def test_delete_everything(tmp_path) -> None:
         },
         {"NameContains": ENDPOINT},
     )
+    # A guarded update stopped mid-wait leaves its alarms; someone else's alarm stays.
+    left = f"{CURRENT}-acceptance"
+    stubbed.cloudwatch.add_response(
+        "describe_alarms",
+        {"MetricAlarms": [{"AlarmName": left}, {"AlarmName": "qwen-peagle-p99-latency"}]},
+        {"AlarmNamePrefix": "qwen-peagle-"},
+    )
+    stubbed.cloudwatch.add_response("delete_alarms", {}, {"AlarmNames": [left]})
     autoscaling.add_response(
         "delete_scaling_policy", {}, {**target, "PolicyName": "qwen-peagle-ic-concurrency"}
     )
@@ -149,6 +157,7 @@ def test_delete_everything(tmp_path) -> None:
     assert code == 0, err
     stubbed.assert_done()
     assert out.splitlines() == [
+        f"DeleteAlarms {left}",
         "DeleteScalingPolicy qwen-peagle-ic-concurrency on inference-component/qwen-peagle-ic",
         "DeregisterScalableTarget inference-component/qwen-peagle-ic",
         "DeleteInferenceComponent qwen-peagle-ic",
@@ -181,6 +190,7 @@ def test_delete_when_the_endpoint_is_already_gone() -> None:
         },
     )
     sagemaker.add_response("list_models", {"Models": []})
+    stubbed.cloudwatch.add_response("describe_alarms", {"MetricAlarms": []})
     sagemaker.add_response("delete_endpoint_config", {}, {"EndpointConfigName": OLD})
 
     code, out, err = run_cli(deploy_cli, ["delete", "--name", ENDPOINT], connect_to=stubbed.connect)
@@ -199,6 +209,7 @@ def test_delete_with_nothing_left() -> None:
     sagemaker.add_response("list_inference_components", {"InferenceComponents": []})
     sagemaker.add_response("list_endpoint_configs", {"EndpointConfigs": []})
     sagemaker.add_response("list_models", {"Models": []})
+    stubbed.cloudwatch.add_response("describe_alarms", {"MetricAlarms": []})
 
     code, out, _ = run_cli(deploy_cli, ["delete", "--name", ENDPOINT], connect_to=stubbed.connect)
 

@@ -219,14 +219,15 @@ def test_delete_dry_run() -> None:
     code, out, err = run_cli(deploy_cli, ["delete", "--name", "qwen-peagle", "--dry-run"])
     assert code == 0, err
     operations = [r["operation"] for r in parse_json_stream(out)]
-    assert operations[:5] == [
+    assert operations[:6] == [
         "DescribeEndpoint",
         "ListInferenceComponents",
         "DescribeScalableTargets",
         "ListEndpointConfigs",
         "ListModels",
+        "DescribeAlarms",
     ]
-    assert operations[5:] == [
+    assert operations[6:] == [
         "DeregisterScalableTarget",
         "DeregisterScalableTarget",
         "DeleteInferenceComponent",
