@@ -16,6 +16,9 @@ OPT_ML_ROOT ?= $(if $(wildcard $(TRAINED_ROOT)/.stamp),$(TRAINED_ROOT),$(QUICK_R
 PORT ?= 8080
 # make local-runtime: SageMaker Runtime's REST protocol here, in front of the container on PORT.
 RUNTIME_PORT ?= 8081
+# make local-runtime SHADOW_PORT=8090: also mirror SHADOW_SAMPLE percent of calls to a shadow there.
+SHADOW_PORT ?=
+SHADOW_SAMPLE ?= 50
 K ?= 3
 
 # The demo: the tiny pair with P-EAGLE on. VLLM_CPU_KVCACHE_SPACE (GiB) keeps the CPU
@@ -41,7 +44,7 @@ DURATION ?= 60
 BODY_CLIENTS ?= 32
 BODY_MB ?= 5
 
-.PHONY: help setup demo-model quick-model serve-model trained-model serve check test bench load load-bodies lint format image image-cpu image-test retrain-demo clean
+.PHONY: help setup demo-model quick-model serve-model trained-model serve check test bench load load-bodies lint format image image-cpu image-test retrain-demo rollout-rehearsal clean
 
 help:
 	@echo "make serve   set up, build the demo model, serve it on port $(PORT) with P-EAGLE"
@@ -54,6 +57,7 @@ help:
 	@echo "make load    $(CLIENTS) clients for $(DURATION) s against the container on port $(PORT)"
 	@echo "make load-bodies  $(BODY_CLIENTS) clients posting $(BODY_MB) MiB payloads; /ping latency"
 	@echo "make retrain-demo  capture prose requests, fine-tune the head on them, compare both heads"
+	@echo "make rollout-rehearsal  a random head as the shadow of the trained one: compare, and the shadow's cost"
 	@echo "make local-runtime  SageMaker Runtime on port $(RUNTIME_PORT) for boto3, in front of port $(PORT)"
 	@echo "make lint    ruff and hadolint"
 	@echo "make image   build the GPU image (image-cpu: the same on a CPU vLLM base)"
@@ -111,11 +115,15 @@ load-bodies: setup
 	$(PY) -m bench load --url http://127.0.0.1:$(PORT) --body-mb $(BODY_MB) \
 		--clients $(BODY_CLIENTS) --duration $(DURATION)
 
+rollout-rehearsal: trained-model
+	$(PY) -m bench shadow --config peagle:$(K)
+
 retrain-demo: trained-model
 	$(PY) -m bench retrain --opt-ml-root $(TRAINED_ROOT)
 
 local-runtime: setup
-	$(PY) -m local_runtime --port $(RUNTIME_PORT) --container-url http://127.0.0.1:$(PORT)
+	$(PY) -m local_runtime --port $(RUNTIME_PORT) --container-url http://127.0.0.1:$(PORT) \
+		$(if $(SHADOW_PORT),--shadow-container-url http://127.0.0.1:$(SHADOW_PORT) --shadow-sample $(SHADOW_SAMPLE))
 
 lint: setup
 	$(VENV)/bin/ruff check serving bench image_build model_data_sources deploy local_runtime capture tests harness

@@ -155,6 +155,17 @@ async def side_by_side(
     }
 
 
+async def paths_side_by_side(
+    plain_url: str, shadowed_url: str, payloads: Sequence[dict[str, Any]], rounds: int
+) -> dict[str, Any]:
+    plain, shadowed = invocations(plain_url), invocations(shadowed_url)
+    try:
+        return await side_by_side(plain, shadowed, payloads, rounds)
+    finally:
+        await plain.aclose()
+        await shadowed.aclose()
+
+
 def overhead(
     production_url: str, shadow_url: str, payloads: Sequence[dict[str, Any]], out_dir: Path,
     rounds: int, sample: int,
@@ -167,12 +178,9 @@ def overhead(
         runtime(production_url, out_dir, "engine", shadow_url, sample) as engine_runtime,
     ):
         for name, shadowed_url in (("standin", standin_runtime), ("engine", engine_runtime)):
-            plain, shadowed = invocations(plain_url), invocations(shadowed_url)
-            try:
-                figures[name] = asyncio.run(side_by_side(plain, shadowed, payloads, rounds))
-            finally:
-                asyncio.run(plain.aclose())
-                asyncio.run(shadowed.aclose())
+            figures[name] = asyncio.run(
+                paths_side_by_side(plain_url, shadowed_url, payloads, rounds)
+            )
     return figures
 
 
