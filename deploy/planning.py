@@ -50,6 +50,11 @@ def guard_of(args: argparse.Namespace, problems: list[str]) -> Guard:
             f"--canary {args.canary}% is outside 1..50%; SageMaker moves at most half "
             "the capacity first. Use e.g. --canary 10%."
         )
+    elif args.inference_component and args.canary < 5:
+        problems.append(
+            f"--canary {args.canary}% is below 5%, the smallest batch SageMaker moves in an "
+            "inference component's rolling update; use 5% to 50%."
+        )
     if not 0 <= args.bake <= 3600:
         problems.append(f"--bake {args.bake} is outside 0..3600 seconds; use e.g. --bake 600.")
     if args.min_acceptance is not None and not args.min_acceptance >= 1.0:
