@@ -111,13 +111,14 @@ def rehearse(
     """Every payload once through a runtime with the shadow attached, and once straight to
     the production container: the comparison, and whether production's answers changed."""
     with runtime(production_url, out_dir, "rehearsal", shadow_url, sample) as runtime_url:
-        mirrored = asyncio.run(send_all(runtime_url, payloads))
+        mirrored = asyncio.run(send_all(invocations(runtime_url), payloads))
         counters = wait_for_mirrors(runtime_url)
-    direct = asyncio.run(send_all(f"{production_url}/invocations", payloads))
+    # The window is the rehearsal's: read before production answers anything else.
+    table = container_figures.local(production_url, shadow_url)
+    direct = asyncio.run(send_all(UrlTarget(f"{production_url}/invocations", 8), payloads))
     identical = sum(
         a.ok and b.ok and a.text == b.text for a, b in zip(mirrored, direct, strict=True)
     )
-    table = container_figures.local(production_url, shadow_url)
     return {
         "requests": len(payloads),
         "shadow": counters,
