@@ -25,7 +25,7 @@ import httpx
 
 from bench.client import RequestResult
 from bench.configuration import Configuration, LocalContainer
-from bench.overhead import leg_summary
+from bench.overhead import measure_level
 from bench.run import run_batch, warm_up
 from bench.targets import UrlTarget
 from deploy import container_figures
@@ -128,40 +128,16 @@ def rehearse(
     }
 
 
-async def side_by_side(
-    plain: UrlTarget, shadowed: UrlTarget, payloads: Sequence[dict[str, Any]], rounds: int
-) -> dict[str, Any]:
-    """Alternating rounds at one client: p50 and p99 of each path, and the difference."""
-    await warm_up(plain, payloads)
-    await warm_up(shadowed, payloads)
-    collected: dict[str, tuple[list[RequestResult], float]] = {
-        "plain": ([], 0.0),
-        "shadow": ([], 0.0),
-    }
-    for round_number in range(rounds):
-        order = [("plain", plain), ("shadow", shadowed)]
-        if round_number % 2:
-            order.reverse()
-        for name, target in order:
-            results, wall = await run_batch(target, payloads, 1)
-            previous, previous_wall = collected[name]
-            collected[name] = (previous + results, previous_wall + wall)
-    summaries = {name: leg_summary(*pair) for name, pair in collected.items()}
-    return {
-        **summaries,
-        "added_p50_ms": summaries["shadow"]["latency_ms_p50"]
-        - summaries["plain"]["latency_ms_p50"],
-        "added_p99_ms": summaries["shadow"]["latency_ms_p99"]
-        - summaries["plain"]["latency_ms_p99"],
-    }
-
-
 async def paths_side_by_side(
     plain_url: str, shadowed_url: str, payloads: Sequence[dict[str, Any]], rounds: int
 ) -> dict[str, Any]:
+    """Alternating rounds at one client, through a runtime without and one with a shadow:
+    the front overhead measurement with the plain runtime as the base."""
     plain, shadowed = invocations(plain_url), invocations(shadowed_url)
     try:
-        return await side_by_side(plain, shadowed, payloads, rounds)
+        await warm_up(plain, payloads)
+        await warm_up(shadowed, payloads)
+        return await measure_level(plain, shadowed, payloads, 1, rounds)
     finally:
         await plain.aclose()
         await shadowed.aclose()

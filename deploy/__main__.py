@@ -106,12 +106,16 @@ def print_dry_run(plan: Plan, update: bool, out: TextIO, err: TextIO) -> None:
     )
 
 
+def check_name(name: str) -> None:
+    problem = names.name_problem("--name", name)
+    if problem:
+        raise UsageError(problem)
+
+
 def run_delete(
     args: argparse.Namespace, connect_to: Connect, out: TextIO, err: TextIO, clock: Clock
 ) -> int:
-    problem = names.name_problem("--name", args.name)
-    if problem:
-        raise UsageError(problem)
+    check_name(args.name)
     if args.dry_run:
         assumed = cleanup.assumed_inventory(args.name)
         resource_ids = [resource_id for resource_id, _, _ in assumed.scalable_targets]
@@ -165,9 +169,7 @@ def run_shadow(
 def run_promote(
     args: argparse.Namespace, connect_to: Connect, out: TextIO, err: TextIO, clock: Clock
 ) -> int:
-    problem = names.name_problem("--name", args.name)
-    if problem:
-        raise UsageError(problem)
+    check_name(args.name)
     connection = connect_to(args.profile, args.region, args.endpoint_url)
     live = shadow.read_live(connection, args.name)
     planned = shadow.promote(live, names.version_now())

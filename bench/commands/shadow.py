@@ -66,13 +66,13 @@ def command(args: argparse.Namespace) -> int:
     }
     for name, label in labels.items():
         figures = result["overhead"][name]
-        plain, shadowed = figures["plain"], figures["shadow"]
+        plain, shadowed = figures["direct"], figures["front"]
         lines.append(
             f"| {label} | {plain['completed']} | "
             f"{plain['latency_ms_p50']:.1f} / {shadowed['latency_ms_p50']:.1f} | "
-            f"{figures['added_p50_ms']:+.2f} | "
+            f"{figures['added_latency_ms_p50']:+.2f} | "
             f"{plain['latency_ms_p99']:.1f} / {shadowed['latency_ms_p99']:.1f} | "
-            f"{figures['added_p99_ms']:+.2f} |"
+            f"{figures['added_latency_ms_p99']:+.2f} |"
         )
     text = "\n".join(lines)
     (args.out_dir / "shadow.md").write_text(f"# Head rollout rehearsal\n\n{text}\n")
