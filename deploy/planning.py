@@ -129,7 +129,7 @@ def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connectio
     scaling = autoscaling_of(args, problems)
     guard = guard_of(args, problems)
     if not problems and args.target_dir is not None and args.head_dir is not None:
-        from deploy.preflight import speculation_problems
+        from serving.preflight.pair import speculation_problems
 
         found = speculation_problems(
             args.target_dir, args.head_dir, speculative_config(args.k), environment

@@ -1,10 +1,11 @@
-"""The container's own preflight, run on the laptop's copies of the target and the head.
+"""The container's own preflight on a target and a head in local folders, outside a container.
 
-The container checks the head against the target and K before vLLM loads; running the same
-checks here finds a mismatch before the upload and the endpoint's half hour of start-up.
-Only the speculation checks run: the container's host checks (shared memory, the CPU
-build's preload) describe this machine, not the endpoint's.
-serving.settings needs pydantic, so it is imported here, only when there is a pair to check.
+The container checks the head against the target and K before vLLM loads. deploy runs the same
+checks on the laptop's copies, which finds a mismatch before the upload and the endpoint's
+half hour of start-up. The trainer runs them on the head it has just written. Only the
+speculation checks run: the host checks (shared memory, the CPU build's preload) describe this
+machine, not the endpoint's. serving.settings needs pydantic, so it is imported only when
+there is a pair to check.
 """
 
 from __future__ import annotations

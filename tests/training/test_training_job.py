@@ -1,0 +1,138 @@
+"""The head trainer as SageMaker Training runs it: channels under /opt/ml/input/data,
+hyperparameters.json with string values, the head in /opt/ml/model, the reason for a failure
+in /opt/ml/output/failure, and checkpoints a second start resumes from. The real trainer
+(speculators 0.9.0) on the quick demo target, in a tree of the test's own."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.paths import QUICK_DEMO_ROOT, REPO_ROOT
+from model_data_sources.corpus import build_corpus
+from serving import paths
+from training.contract import ContractError, Hyperparameters
+from training.hidden_states import aux_layer_ids
+
+
+def test_hyperparameters_are_read_as_sagemaker_writes_them() -> None:
+    parsed = Hyperparameters.parse({"epochs": "3", "learning_rate": "0.001", "seed": 7})
+    assert (parsed.epochs, parsed.learning_rate, parsed.seed) == (3, 0.001, 7)
+    assert parsed.num_speculative_tokens == Hyperparameters().num_speculative_tokens
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"epoch": "3"}, "hyperparameters.json has epoch, which the trainer does not know"),
+        ({"epochs": "three"}, "hyperparameter epochs='three' is not a whole number"),
+        ({"num_speculative_tokens": "0"}, "num_speculative_tokens='0' is outside 1..32"),
+        ({"held_out_fraction": "0.9"}, "held_out_fraction='0.9' is outside 0.01..0.5"),
+    ],
+)
+def test_bad_hyperparameters_are_named(given, message) -> None:
+    with pytest.raises(ContractError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Hyperparameters.parse(given)
+
+
+def test_auxiliary_layers_are_eagle3s_or_spread_over_a_shallow_target() -> None:
+    assert aux_layer_ids(32) == [2, 16, 29]
+    assert aux_layer_ids(16) == [2, 8, 13]
+    assert aux_layer_ids(4) == [1, 2, 3]  # the quick target: the layers its own head uses
+
+
+def job_tree(root: Path, conversations: list[dict], hyperparameters: dict) -> Path:
+    """/opt/ml as SageMaker Training lays it out, with the quick demo target as `target`."""
+    data = root / "input" / "data"
+    (data / "train").mkdir(parents=True)
+    (data / "target").symlink_to(paths.model_dir(QUICK_DEMO_ROOT).resolve())
+    lines = "".join(json.dumps(conversation) + "\n" for conversation in conversations)
+    (data / "train" / "train.openai.jsonl").write_text(lines)
+    (root / "input" / "config").mkdir(parents=True)
+    (root / "input" / "config" / "hyperparameters.json").write_text(json.dumps(hyperparameters))
+    return root
+
+
+def train(root: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SM_TRAINING_ROOT": str(root)}
+    return subprocess.run(
+        [sys.executable, "-m", "training", "train"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def code_chats(count: int) -> list[dict]:
+    """Conversations of the kind the quick target was trained on (held out of its training)."""
+    samples = build_corpus(seed=11, num_prompt_samples=count).prompt_samples
+    return [
+        {
+            "messages": [
+                {"role": "user", "content": sample.prompt},
+                {"role": "assistant", "content": sample.answer},
+            ]
+        }
+        for sample in samples
+    ]
+
+
+def test_a_train_channel_without_conversations_fails_with_the_reason(tmp_path) -> None:
+    root = job_tree(tmp_path, [], {})
+    (root / "input" / "data" / "train" / "train.openai.jsonl").unlink()
+
+    finished = train(root)
+
+    assert finished.returncode == 1
+    failure = (root / "output" / "failure").read_text()
+    assert "the train channel" in failure and "python -m capture export" in failure
+    assert not (root / "model").exists()
+
+
+def test_a_bad_hyperparameter_fails_before_any_work(tmp_path) -> None:
+    root = job_tree(tmp_path, code_chats(4), {"epochs": "0"})
+
+    finished = train(root)
+
+    assert finished.returncode == 1
+    assert (root / "output" / "failure").read_text() == (
+        "hyperparameter epochs='0' is outside 1..1000."
+    )
+    assert not (root / "output" / "work").exists()
+
+
+def test_the_job_writes_a_head_vllm_loads_and_a_second_start_resumes(tmp_path) -> None:
+    chats = code_chats(48)
+    root = job_tree(tmp_path, chats, {"epochs": "1", "num_speculative_tokens": "4"})
+
+    first = train(root)
+
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    head = root / "model"
+    config = json.loads((head / "config.json").read_text())
+    assert config["speculators_model_type"] == "peagle"
+    assert config["speculators_config"]["proposal_methods"][0]["speculative_tokens"] == 4
+    assert config["eagle_aux_hidden_state_layer_ids"] == [1, 2, 3]
+    # The verifier is named as an endpoint knows it, not by this machine's path.
+    assert config["speculators_config"]["verifier"]["name_or_path"] == "/opt/ml/model"
+    report = json.loads((head / "training-report.json").read_text())
+    assert report["train_rows"] + report["held_out_conversations"] >= len(chats) // 2
+    assert "peagle_validation_loss_epoch=" in first.stdout
+    assert not (root / "output" / "failure").exists()
+
+    # A spot job that starts again finds its checkpoints and trains only what is left.
+    hyperparameters = root / "input" / "config" / "hyperparameters.json"
+    hyperparameters.write_text(json.dumps({"epochs": "2", "num_speculative_tokens": "4"}))
+    second = train(root)
+
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert "Resuming training on epoch 1" in second.stdout + second.stderr
+    saved = root / "checkpoints" / "speculators"
+    assert sorted(p.name for p in saved.iterdir() if p.name.isdigit()) == ["0", "1"]

@@ -1,0 +1,128 @@
+"""SageMaker's training contract: where the job's inputs and outputs are, and its
+hyperparameters as one checked object.
+
+The image is started with `train`. Each channel of the job is a folder under
+/opt/ml/input/data/<channel>; the hyperparameters are /opt/ml/input/config/hyperparameters.json,
+every value a string; what is written to /opt/ml/model is uploaded as the result; the reason
+for a failure goes to /opt/ml/output/failure; /opt/ml/checkpoints is synced to S3, so a spot
+job that is interrupted starts again from what it left there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+# Tests and `make train-head-demo` on the host point this at a tree of their own.
+ROOT_VAR = "SM_TRAINING_ROOT"
+DEFAULT_ROOT = Path("/opt/ml")
+TARGET_CHANNEL = "target"  # the HF checkpoint the head drafts for
+TRAIN_CHANNEL = "train"  # capture export's JSONL (train.openai.jsonl)
+HEAD_CHANNEL = "eagle"  # optional: a head to start from
+
+
+class ContractError(Exception):
+    """An input the job cannot use; the message names it and says what to do."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    root: Path
+
+    @classmethod
+    def from_environment(cls) -> Layout:
+        return cls(Path(os.environ.get(ROOT_VAR, str(DEFAULT_ROOT))))
+
+    def channel(self, name: str) -> Path:
+        return self.root / "input" / "data" / name
+
+    @property
+    def hyperparameters_file(self) -> Path:
+        return self.root / "input" / "config" / "hyperparameters.json"
+
+    @property
+    def model_dir(self) -> Path:
+        return self.root / "model"
+
+    @property
+    def failure_file(self) -> Path:
+        return self.root / "output" / "failure"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def work_dir(self) -> Path:
+        """Scratch: the prepared data and hidden states (not uploaded, not synced)."""
+        return self.root / "output" / "work"
+
+
+@dataclass(frozen=True)
+class Hyperparameters:
+    """What a job may set (SageMaker's hyperparameters), with the demo's defaults."""
+
+    num_speculative_tokens: int = 7  # the parallel depth the head is trained for
+    num_layers: int = 2  # draft decoder layers
+    epochs: int = 4
+    learning_rate: float = 3e-4
+    max_length: int = 1024  # tokens per conversation row
+    held_out_fraction: float = 0.1  # rows kept aside to measure acceptance
+    seed: int = 0
+
+    LIMITS = {
+        "num_speculative_tokens": (1, 32),
+        "num_layers": (1, 8),
+        "epochs": (1, 1000),
+        "learning_rate": (1e-7, 1.0),
+        "max_length": (64, 131072),
+        "held_out_fraction": (0.01, 0.5),
+        "seed": (0, 2**31 - 1),
+    }
+
+    @classmethod
+    def parse(cls, given: dict[str, object]) -> Hyperparameters:
+        """From hyperparameters.json: strings (as SageMaker writes them) or numbers."""
+        known = {field.name: field for field in fields(cls)}
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            raise ContractError(
+                f"hyperparameters.json has {', '.join(unknown)}, which the trainer does not "
+                f"know; it takes {', '.join(known)}."
+            )
+        values: dict[str, object] = {}
+        for name, text in given.items():
+            kind = int if known[name].type in ("int", int) else float
+            try:
+                value = kind(str(text).strip())
+            except ValueError:
+                wanted = "a whole number" if kind is int else "a number"
+                raise ContractError(f"hyperparameter {name}={text!r} is not {wanted}.") from None
+            low, high = cls.LIMITS[name]
+            if not low <= value <= high:
+                raise ContractError(f"hyperparameter {name}={text!r} is outside {low:g}..{high:g}.")
+            values[name] = value
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def read_hyperparameters(layout: Layout) -> Hyperparameters:
+    path = layout.hyperparameters_file
+    if not path.is_file():
+        return Hyperparameters()
+    try:
+        given = json.loads(path.read_text() or "{}")
+    except json.JSONDecodeError as error:
+        raise ContractError(
+            f"{path} is not JSON ({error}); SageMaker writes it as an object."
+        ) from None
+    if not isinstance(given, dict):
+        raise ContractError(f"{path} holds {type(given).__name__}, not an object of names.")
+    return Hyperparameters.parse(given)
+
+
+def write_failure(layout: Layout, reason: str) -> None:
+    """SageMaker shows this file's text as the job's FailureReason (first 1024 bytes)."""
+    layout.failure_file.parent.mkdir(parents=True, exist_ok=True)
+    layout.failure_file.write_text(reason[:1024])

@@ -1,0 +1,45 @@
+"""CPU-only workarounds for speculators 0.9.0's trainer, applied only when torch sees no
+accelerator; on a GPU the trainer runs as its authors ship it. Each patch names the line it
+works around (speculators/train/...).
+
+- trainer.py: the local rank (0) is used as a device (`.to(self.local_rank)`): cuda:0.
+- trainer.py: `torch.accelerator.synchronize()` in the step timer raises with no accelerator.
+- trainer.py: `device_type` falls back to "cuda", which turns autocast off on CPU.
+- checkpointer.py: `get_current_device()` gives "cuda:0", so a resumed run loads onto it.
+"""
+
+from __future__ import annotations
+
+
+def needed() -> bool:
+    import torch
+
+    return not torch.accelerator.is_available()
+
+
+def apply() -> None:
+    import speculators.train.checkpointer as checkpointer
+    import speculators.train.trainer as trainer
+    import torch
+
+    torch.accelerator.synchronize = lambda *args, **kwargs: None
+    trainer.get_local_rank = lambda: "cpu"
+    checkpointer.get_current_device = lambda: "cpu"
+    setup = trainer.Trainer.setup_trainer
+
+    def setup_on_cpu(self):  # noqa: ANN001
+        self.device_type = "cpu"
+        return setup(self)
+
+    trainer.Trainer.setup_trainer = setup_on_cpu
+
+
+# Flags for the trainer on CPU: flex attention has no CPU backward, the fused loss needs
+# Triton, spawned data workers only cost memory on two cores, and float32 hidden states keep
+# autocast out of the way.
+TRAIN_FLAGS = [
+    "--draft-attn-impl", "sdpa",
+    "--loss-implementation", "eager",
+    "--num-workers", "0",
+    "--hidden-states-dtype", "float32",
+]  # fmt: skip

@@ -1,0 +1,203 @@
+"""One training job, start to end: captured conversations in, a P-EAGLE head for the target out.
+
+1. Rows: each assistant turn, tokenized with the target's chat template (rows.py); a stable
+   share of the conversations is held out.
+2. speculators prepare-data packs them; hidden_states.py writes the target's hidden states.
+3. speculators train --speculator-type peagle, saving to /opt/ml/checkpoints (a spot job that
+   starts again resumes from there).
+4. The best checkpoint goes to /opt/ml/model as vLLM loads it, with a verifier path that
+   means something on an endpoint, and the container's own preflight checks it against the
+   target at the trained K.
+5. A report next to the head, and the figures as log lines for MetricDefinitions.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from training import cpu_shims, hidden_states, rows
+from training.contract import (
+    HEAD_CHANNEL,
+    TARGET_CHANNEL,
+    TRAIN_CHANNEL,
+    ContractError,
+    Hyperparameters,
+    Layout,
+)
+
+# Where the head's verifier is on an endpoint: the target's mount in the serving container.
+SERVED_TARGET = "/opt/ml/model"
+REPORT_FILE = "training-report.json"
+HEAD_FILES = ("config.json", "model.safetensors")
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def metric(name: str, value: float) -> None:
+    """One line a MetricDefinitions regex reads: `peagle_<name>=<value>`."""
+    log(f"peagle_{name}={value:.6g}")
+
+
+def require_target(layout: Layout) -> Path:
+    target = layout.channel(TARGET_CHANNEL)
+    if not (target / "config.json").is_file():
+        raise ContractError(
+            f"the target channel ({target}) has no config.json; give it the Hugging Face "
+            "checkpoint the head will draft for (the folder deploy uploads as model/)."
+        )
+    return target
+
+
+def run_step(argv: list[str], what: str) -> None:
+    """A step as its own process: speculators' CLI, or its trainer under the CPU shims."""
+    log(f"{what}: {' '.join(argv)}")
+    finished = subprocess.run(argv, check=False)
+    if finished.returncode != 0:
+        raise RuntimeError(
+            f"{what} failed with exit code {finished.returncode}; see the log above."
+        )
+
+
+def prepare_data(target: Path, rows_file: Path, data_dir: Path, max_length: int) -> None:
+    run_step(
+        [
+            sys.executable, "-m", "speculators", "prepare-data",
+            "--model", str(target),
+            "--data", str(rows_file),
+            "--output", str(data_dir),
+            "--seq-length", str(max_length),
+            "--num-preprocessing-workers", "1",
+            "--overwrite",
+        ],
+        "prepare-data",
+    )  # fmt: skip
+
+
+def train_argv(
+    target: Path,
+    target_layers: int,
+    data_dir: Path,
+    save_dir: Path,
+    start_from: Path | None,
+    hp: Hyperparameters,
+) -> list[str]:
+    argv = [
+        sys.executable, "-m", "training.speculators_train",
+        "--speculator-type", "peagle",
+        "--verifier-name-or-path", str(target),
+        "--data-path", str(data_dir),
+        "--save-path", str(save_dir),
+        "--epochs", str(hp.epochs),
+        "--lr", str(hp.learning_rate),
+        "--num-depths", str(hp.num_speculative_tokens),
+        "--total-seq-len", str(hp.max_length),
+        "--seed", str(hp.seed),
+        # The same layers hidden_states.py wrote (speculators' default fails below 8 layers).
+        "--target-layer-ids", *[str(i) for i in hidden_states.aux_layer_ids(target_layers)],
+    ]  # fmt: skip
+    if start_from is not None:
+        argv += ["--from-pretrained", str(start_from)]
+    else:
+        argv += [
+            "--draft-arch", "llama",
+            "--num-layers", str(hp.num_layers),
+            "--full-attention-indices", *[str(i) for i in range(hp.num_layers)],
+            "--no-norm-before-residual",
+        ]  # fmt: skip
+    if cpu_shims.needed():
+        argv += cpu_shims.TRAIN_FLAGS
+    return argv
+
+
+def best_checkpoint(save_dir: Path) -> Path:
+    best = save_dir / "checkpoint_best"
+    if not best.exists():
+        epochs = sorted(
+            (p for p in save_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)
+        )
+        if not epochs:
+            raise RuntimeError(f"training wrote no checkpoint under {save_dir}")
+        best = epochs[-1]
+    return best.resolve()
+
+
+def export_head(checkpoint: Path, model_dir: Path, verifier: str) -> dict[str, Any]:
+    """The head as vLLM loads it: config.json (verifier made portable) and the weights."""
+    model_dir.mkdir(parents=True, exist_ok=True)
+    for name in HEAD_FILES:
+        shutil.copy2(checkpoint / name, model_dir / name)
+    config = json.loads((model_dir / "config.json").read_text())
+    config["speculators_config"]["verifier"]["name_or_path"] = verifier
+    (model_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    metrics_file = checkpoint / "val_metrics.json"
+    return json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
+
+
+def check_head(target: Path, head: Path, k: int) -> None:
+    from serving.preflight.pair import speculation_problems
+
+    config = {"method": "eagle3", "num_speculative_tokens": k, "parallel_drafting": True}
+    problems = speculation_problems(target, head, config, {})
+    if problems:
+        raise RuntimeError(
+            "the trained head fails the container's preflight: " + " ".join(problems)
+        )
+
+
+@dataclass(frozen=True)
+class Report:
+    train_rows: int
+    held_out_conversations: int
+    num_speculative_tokens: int
+    epochs: int
+    seconds: float
+    validation: dict[str, Any]
+
+
+def run(layout: Layout, hp: Hyperparameters) -> Report:
+    from transformers import AutoTokenizer
+
+    started = time.monotonic()
+    target = require_target(layout)
+    start_from = layout.channel(HEAD_CHANNEL)
+    start_from = start_from if (start_from / "config.json").is_file() else None
+    tokenizer = AutoTokenizer.from_pretrained(target)
+    split = rows.split(
+        tokenizer, layout.channel(TRAIN_CHANNEL), hp.max_length, hp.held_out_fraction, hp.seed
+    )
+    log(f"{len(split.train)} training rows, {len(split.held_out)} conversations held out")
+    work = layout.work_dir
+    shutil.rmtree(work, ignore_errors=True)  # scratch: a restarted job prepares it again
+    data_dir = work / "data"
+    prepare_data(target, rows.write_rows(split.train, work / "rows.jsonl"), data_dir, hp.max_length)
+    written = hidden_states.extract(target, data_dir, data_dir / "hidden_states")
+    log(f"hidden states for {written} rows")
+    save_dir = layout.checkpoints / "speculators"
+    target_config = json.loads((target / "config.json").read_text())
+    layers = int(target_config["num_hidden_layers"])
+    run_step(train_argv(target, layers, data_dir, save_dir, start_from, hp), "train")
+    verifier = target_config.get("_name_or_path") or SERVED_TARGET
+    validation = export_head(best_checkpoint(save_dir), layout.model_dir, verifier)
+    check_head(target, layout.model_dir, hp.num_speculative_tokens)
+    report = Report(
+        len(split.train),
+        len(split.held_out),
+        hp.num_speculative_tokens,
+        hp.epochs,
+        round(time.monotonic() - started, 1),
+        validation,
+    )
+    (layout.model_dir / REPORT_FILE).write_text(json.dumps(asdict(report), indent=2) + "\n")
+    for name, value in validation.items():
+        if isinstance(value, int | float):
+            metric(f"validation_{name}", value)
+    return report
