@@ -25,6 +25,7 @@ from deploy import (
     rollout,
     shadow,
     status,
+    train_head,
     upload,
 )
 from deploy.arguments import parser
@@ -278,6 +279,14 @@ def run(
             return run_promote(args, connect_to, out, err, clock)
         if args.command == "compare":
             return run_compare(args, connect_to, out)
+        if args.command == "train-head":
+            return train_head.run(
+                args,
+                lambda: connect_to(args.profile, args.region, args.endpoint_url),
+                out,
+                err,
+                clock,
+            )
         return run_status(args, connect_to, out)
     except UsageError as error:
         for problem in error.problems:

@@ -13,6 +13,7 @@ from deploy.plan import (
     DEFAULT_INSTANCE_TYPE,
     DEFAULT_NUM_SPECULATIVE_TOKENS,
 )
+from deploy.training_job import DEFAULT_TRAINING_INSTANCE
 
 
 def parser() -> argparse.ArgumentParser:
@@ -199,6 +200,49 @@ def parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("--container-url", help="a local production container")
     compare.add_argument("--shadow-container-url", help="a local shadow container")
+
+    train = commands.add_parser(
+        "train-head",
+        parents=[common],
+        help="train a P-EAGLE head for your target from captured traffic (a training job)",
+        description="Run the training image as a SageMaker training job on your target and "
+        "your captured traffic (python -m capture export); its output is the --head-uri "
+        "that deploy takes.",
+    )
+    train.add_argument("--name", required=True, help="job name stem; the job is NAME-<time>")
+    train.add_argument("--image", required=True, help="the training image's ECR URI")
+    train.add_argument("--role", required=True, help="IAM role ARN SageMaker assumes")
+    data = train.add_argument_group("channels (an S3 prefix, or a local folder to upload)")
+    for stem, what in (
+        ("target", "the target's HF checkpoint"),
+        ("train", "capture export's JSONL"),
+        ("head", "a head to start from (optional)"),
+    ):
+        data.add_argument(f"--{stem}-uri", help=f"s3://... of {what}")
+        data.add_argument(f"--{stem}-dir", type=Path, help=f"local folder of {what}")
+    data.add_argument("--s3-uri", help="prefix local folders are uploaded under")
+    data.add_argument(
+        "--output-uri", help="where the job writes (default: the --s3-uri prefix's training/)"
+    )
+    job = train.add_argument_group("job")
+    job.add_argument("--instance-type", default=DEFAULT_TRAINING_INSTANCE, help="(%(default)s)")
+    job.add_argument("--instance-count", type=int, default=1, help="(%(default)s)")
+    job.add_argument(
+        "--volume-gb", type=int, default=200, help="disk for data and hidden states (%(default)s)"
+    )
+    job.add_argument("--max-hours", type=float, default=24.0, help="(%(default)s)")
+    job.add_argument("--spot", action="store_true", help="managed spot, resumed from checkpoints")
+    job.add_argument("--k", type=int, help="the parallel depth to train (hyperparameter)")
+    job.add_argument("--epochs", type=int, help="(hyperparameter)")
+    job.add_argument(
+        "--hyperparameter",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="any other of the trainer's hyperparameters; repeatable",
+    )
+    train.add_argument("--dry-run", action="store_true", help="print the request, send none")
+    train.add_argument("--poll-seconds", type=float, default=60.0, help=argparse.SUPPRESS)
     return top
 
 

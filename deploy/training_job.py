@@ -1,0 +1,155 @@
+"""`train-head`: a P-EAGLE head for your own target, trained as a SageMaker training job.
+
+The job runs the training image (the Dockerfile's `training` target) with `train`, the channels
+`target` (the HF checkpoint), `train` (capture export's JSONL) and optionally `eagle` (a head
+to start from). Its output is uncompressed, so OUTPUT/JOB/output/model/ is the head as vLLM
+loads it: the --head-uri that `deploy` takes. With --spot, checkpoints go to
+OUTPUT/JOB/checkpoints/ and an interrupted job resumes from them.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from deploy import names
+from deploy.calls import Call
+from deploy.errors import DeployFailed
+from deploy.s3 import S3Prefix
+from deploy.waiting import Clock, elapsed
+
+SAGEMAKER = "sagemaker"
+DEFAULT_TRAINING_INSTANCE = "ml.g6e.12xlarge"
+DEFAULT_MAX_HOURS = 24.0
+CHECKPOINTS = "/opt/ml/checkpoints"
+# What the trainer writes to its log (training/job.py), read back as the job's metrics.
+METRIC_DEFINITIONS = [
+    {"Name": "validation:loss", "Regex": r"peagle_validation_loss_epoch=([0-9.eE+-]+)"},
+    {
+        "Name": "validation:full_accuracy",
+        "Regex": r"peagle_validation_full_acc_epoch=([0-9.eE+-]+)",
+    },
+    {
+        "Name": "held_out:acceptance_length",
+        "Regex": r"peagle_held_out_acceptance_length=([0-9.eE+-]+)",
+    },
+]
+DONE = frozenset({"Completed", "Failed", "Stopped"})
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    job_name: str
+    image_uri: str
+    role_arn: str
+    target: S3Prefix
+    train: S3Prefix
+    output: S3Prefix
+    instance_type: str
+    volume_gb: int
+    head: S3Prefix | None = None
+    instance_count: int = 1
+    spot: bool = False
+    max_seconds: int = int(DEFAULT_MAX_HOURS * 3600)
+    hyperparameters: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def job_output(self) -> S3Prefix:
+        return self.output.child(self.job_name)
+
+    @property
+    def head_uri(self) -> str:
+        """Where the trained head lands: deploy's --head-uri."""
+        return self.job_output.child("output").child("model").uri
+
+
+def channel(name: str, prefix: S3Prefix) -> dict[str, Any]:
+    return {
+        "ChannelName": name,
+        "DataSource": {
+            "S3DataSource": {
+                "S3DataType": "S3Prefix",
+                "S3Uri": prefix.uri,
+                "S3DataDistributionType": "FullyReplicated",
+            }
+        },
+        "InputMode": "File",
+    }
+
+
+def create_training_job(plan: TrainingPlan) -> Call:
+    channels = [channel("target", plan.target), channel("train", plan.train)]
+    if plan.head is not None:
+        channels.append(channel("eagle", plan.head))
+    stopping: dict[str, int] = {"MaxRuntimeInSeconds": plan.max_seconds}
+    params: dict[str, Any] = {
+        "TrainingJobName": plan.job_name,
+        "AlgorithmSpecification": {
+            "TrainingImage": plan.image_uri,
+            "TrainingInputMode": "File",
+            "MetricDefinitions": METRIC_DEFINITIONS,
+        },
+        "RoleArn": plan.role_arn,
+        "InputDataConfig": channels,
+        # Uncompressed: output/model/ is the head's folder itself, no model.tar.gz to unpack.
+        "OutputDataConfig": {"S3OutputPath": plan.output.uri, "CompressionType": "NONE"},
+        "ResourceConfig": {
+            "InstanceType": plan.instance_type,
+            "InstanceCount": plan.instance_count,
+            "VolumeSizeInGB": plan.volume_gb,
+        },
+        "HyperParameters": plan.hyperparameters,
+        "StoppingCondition": stopping,
+    }
+    if plan.spot:
+        # Spot capacity may take a while and may be taken back: wait up to twice the run
+        # time, and keep checkpoints in S3 so a restarted job resumes.
+        params["EnableManagedSpotTraining"] = True
+        stopping["MaxWaitTimeInSeconds"] = 2 * plan.max_seconds
+        params["CheckpointConfig"] = {
+            "S3Uri": plan.job_output.child("checkpoints").uri,
+            "LocalPath": CHECKPOINTS,
+        }
+    return Call(SAGEMAKER, "CreateTrainingJob", params)
+
+
+def job_name(base: str, version: str) -> str:
+    return names.versioned_name(base, version)
+
+
+def metrics_text(description: dict[str, Any]) -> str:
+    final = description.get("FinalMetricDataList") or []
+    return ", ".join(f"{metric['MetricName']} {metric['Value']:.4g}" for metric in final)
+
+
+def wait_for_job(sagemaker: Any, plan: TrainingPlan, out: TextIO, clock: Clock) -> dict[str, Any]:
+    """Poll DescribeTrainingJob, printing each change of status and the metrics as they come;
+    DeployFailed with SageMaker's reason when the job does not complete."""
+    describe = functools.partial(sagemaker.describe_training_job, TrainingJobName=plan.job_name)
+    start = clock.now()
+    last = None
+    while True:
+        description = describe()
+        status = description["TrainingJobStatus"]
+        shown = (status, description.get("SecondaryStatus"), metrics_text(description))
+        if shown != last:
+            line = f"[{elapsed(clock.now() - start)}] {plan.job_name}: {status}"
+            if shown[1]:
+                line += f" ({shown[1]})"
+            if shown[2]:
+                line += f"; {shown[2]}"
+            out.write(line + "\n")
+            out.flush()
+            last = shown
+        if status in DONE:
+            break
+        clock.sleep(clock.poll_seconds)
+    if status != "Completed":
+        reason = description.get("FailureReason", "SageMaker gave no reason")
+        raise DeployFailed(
+            f"training job {plan.job_name} is {status}. FailureReason: {reason} The job's log "
+            "is in CloudWatch log group /aws/sagemaker/TrainingJobs, stream "
+            f"{plan.job_name}/algo-1-*."
+        )
+    return description
