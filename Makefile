@@ -36,6 +36,8 @@ DEMO_ENV = PYTHON=$(CURDIR)/$(PY) OPT_ML_ROOT=$(OPT_ML_ROOT) \
 
 IMAGE ?= sagemaker-vllm-peagle:latest
 IMAGE_CPU ?= sagemaker-vllm-peagle:cpu
+IMAGE_TRAIN ?= sagemaker-vllm-peagle:training
+IMAGE_TRAIN_CPU ?= sagemaker-vllm-peagle:training-cpu
 
 BENCH_PROMPTS ?= 16
 BENCH_MAX_TOKENS ?= 64
@@ -45,7 +47,7 @@ DURATION ?= 60
 BODY_CLIENTS ?= 32
 BODY_MB ?= 5
 
-.PHONY: help setup demo-model quick-model serve-model trained-model serve check test bench load load-bodies lint format image image-cpu image-test retrain-demo rollout-rehearsal clean
+.PHONY: help setup demo-model quick-model serve-model trained-model serve check test bench load load-bodies lint format image image-cpu image-train image-train-cpu image-test retrain-demo rollout-rehearsal clean
 
 help:
 	@echo "make serve   set up, build the demo model, serve it on port $(PORT) with P-EAGLE"
@@ -63,6 +65,7 @@ help:
 	@echo "make lint    ruff and hadolint"
 	@echo "make image   build the GPU image (image-cpu: the same on a CPU vLLM base)"
 	@echo "make image-test  build the CPU image and test it as SageMaker runs it"
+	@echo "make image-train  build the training image (image-train-cpu: on the CPU vLLM base)"
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON_BOOTSTRAP) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -141,17 +144,25 @@ image: setup
 image-cpu: setup
 	$(PY) -m image_build cpu --tag $(IMAGE_CPU)
 
+# The training image (the Dockerfile's training target): make image-train on vLLM's CUDA image.
+image-train: setup
+	$(PY) -m image_build training-gpu --tag $(IMAGE_TRAIN)
+
+image-train-cpu: setup
+	$(PY) -m image_build training-cpu --tag $(IMAGE_TRAIN_CPU)
+
 # The CPU image as SageMaker runs it, trained pair mounted read-only: tests/image plus the
 # host suite's tests that apply to any container (same functions, docker backend).
-image-test: image-cpu trained-model
-	$(PY) -m pytest --backend docker --image $(IMAGE_CPU) tests/image tests/test_app.py \
+image-test: image-cpu image-train-cpu trained-model quick-model
+	$(PY) -m pytest --backend docker --image $(IMAGE_CPU) --training-image $(IMAGE_TRAIN_CPU) \
+		tests/image tests/test_app.py \
 		tests/test_lifecycle.py::test_engine_death_fails_requests_fast_and_exits_non_zero \
 		tests/test_self_healing.py \
 		--deselect tests/test_self_healing.py::test_a_restart_that_fails_ends_the_container_and_says_why
 
 format: setup
-	$(VENV)/bin/ruff format serving bench image_build model_data_sources deploy local_runtime capture tests harness
-	$(VENV)/bin/ruff check --fix serving bench image_build model_data_sources deploy local_runtime capture tests harness
+	$(VENV)/bin/ruff format serving bench image_build model_data_sources deploy local_runtime capture tests harness training
+	$(VENV)/bin/ruff check --fix serving bench image_build model_data_sources deploy local_runtime capture tests harness training
 
 clean:
 	rm -rf build .pytest_cache

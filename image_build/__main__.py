@@ -1,4 +1,5 @@
-"""python -m image_build cpu|gpu [--tag TAG]: build the serving image (see build.py)."""
+"""python -m image_build cpu|gpu|training-cpu|training-gpu [--tag TAG]: build the serving
+image, or the training image (see build.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from image_build.engine import EngineError
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m image_build", description=__doc__)
-    parser.add_argument("target", choices=["cpu", "gpu"], help="cpu: on docker/cpu-base")
+    parser.add_argument(
+        "target",
+        choices=["cpu", "gpu", "training-cpu", "training-gpu"],
+        help="cpu, training-cpu: on docker/cpu-base",
+    )
     parser.add_argument("--tag", help="the image's tag")
     args = parser.parse_args(argv)
     try:

@@ -3,10 +3,12 @@ as secrets when it has any."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from image_build.base_images import DEBIAN_IMAGE, ensure_base_image
@@ -18,6 +20,8 @@ CPU_BASE_DIR = REPO_ROOT / "docker" / "cpu-base"
 CPU_BASE_IMAGE = "sagemaker-vllm-peagle-base:cpu"
 CPU_IMAGE = "sagemaker-vllm-peagle:cpu"
 GPU_IMAGE = "sagemaker-vllm-peagle:latest"
+CPU_TRAINING_IMAGE = "sagemaker-vllm-peagle:training-cpu"
+GPU_TRAINING_IMAGE = "sagemaker-vllm-peagle:training"
 
 
 def docker_build(client: str, context: Path, tag: str, *extra: str) -> float:
@@ -30,8 +34,9 @@ def docker_build(client: str, context: Path, tag: str, *extra: str) -> float:
     return time.monotonic() - began
 
 
-def build_cpu_base(client: str, tag: str = CPU_BASE_IMAGE) -> float:
-    ensure_base_image(client, DEBIAN_IMAGE)
+@contextlib.contextmanager
+def pip_secrets() -> Iterator[list[str]]:
+    """`--secret` arguments with this machine's pip settings and CA bundle (none without)."""
     with served(read_settings()) as settings, tempfile.TemporaryDirectory() as scratch:
         secrets: list[str] = []
         if settings.pip_conf:
@@ -40,12 +45,25 @@ def build_cpu_base(client: str, tag: str = CPU_BASE_IMAGE) -> float:
             secrets += ["--secret", f"id=pip.conf,src={pip_conf}"]
         if settings.ca_bundle is not None:
             secrets += ["--secret", f"id=ca.pem,src={settings.ca_bundle}"]
+        yield secrets
+
+
+def build_cpu_base(client: str, tag: str = CPU_BASE_IMAGE) -> float:
+    ensure_base_image(client, DEBIAN_IMAGE)
+    with pip_secrets() as secrets:
         return docker_build(client, CPU_BASE_DIR, tag, *secrets)
 
 
 def build_image(client: str, tag: str, base_image: str | None = None) -> float:
     args = ["--build-arg", f"BASE_IMAGE={base_image}"] if base_image else []
-    return docker_build(client, REPO_ROOT, tag, *args)
+    return docker_build(client, REPO_ROOT, tag, *args, "--target", "serving")
+
+
+def build_training_image(client: str, tag: str, base_image: str | None = None) -> float:
+    """The Dockerfile's training target; it installs speculators, so it gets the pip settings."""
+    args = ["--build-arg", f"BASE_IMAGE={base_image}"] if base_image else []
+    with pip_secrets() as secrets:
+        return docker_build(client, REPO_ROOT, tag, *args, *secrets, "--target", "training")
 
 
 def image_size_mb(client: str, tag: str) -> float:
@@ -54,16 +72,20 @@ def image_size_mb(client: str, tag: str) -> float:
 
 
 def build(target: str, tag: str | None = None) -> str:
-    """Build `target` (cpu: the base, then the image on it; gpu: the image on vLLM's CUDA
-    image) and print the times and size; returns the image's tag."""
+    """Build `target` (cpu: the base, then the serving image on it; gpu: the serving image on
+    vLLM's CUDA image; training-cpu and training-gpu: the training image on each) and print
+    the times and size; returns the image's tag."""
     client = ensure_engine()
-    if target == "cpu":
-        tag = tag or CPU_IMAGE
+    on_cpu = target in ("cpu", "training-cpu")
+    if on_cpu:
         base_seconds = build_cpu_base(client)
         print(f"{CPU_BASE_IMAGE}: built in {base_seconds:.0f} s", flush=True)
-        seconds = build_image(client, tag, CPU_BASE_IMAGE)
+    base = CPU_BASE_IMAGE if on_cpu else None
+    if target.startswith("training"):
+        tag = tag or (CPU_TRAINING_IMAGE if on_cpu else GPU_TRAINING_IMAGE)
+        seconds = build_training_image(client, tag, base)
     else:
-        tag = tag or GPU_IMAGE
-        seconds = build_image(client, tag)
+        tag = tag or (CPU_IMAGE if on_cpu else GPU_IMAGE)
+        seconds = build_image(client, tag, base)
     print(f"{tag}: built in {seconds:.0f} s, {image_size_mb(client, tag):,.0f} MB", flush=True)
     return tag

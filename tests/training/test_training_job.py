@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.paths import QUICK_DEMO_ROOT, REPO_ROOT
-from model_data_sources.corpus import build_corpus
-from serving import paths
+from harness.paths import REPO_ROOT
+from tests.support.training_jobs import code_chats, job_tree, write_hyperparameters
 from training.contract import ContractError, Hyperparameters
 from training.hidden_states import aux_layer_ids
 
@@ -46,18 +45,6 @@ def test_auxiliary_layers_are_eagle3s_or_spread_over_a_shallow_target() -> None:
     assert aux_layer_ids(4) == [1, 2, 3]  # the quick target: the layers its own head uses
 
 
-def job_tree(root: Path, conversations: list[dict], hyperparameters: dict) -> Path:
-    """/opt/ml as SageMaker Training lays it out, with the quick demo target as `target`."""
-    data = root / "input" / "data"
-    (data / "train").mkdir(parents=True)
-    (data / "target").symlink_to(paths.model_dir(QUICK_DEMO_ROOT).resolve())
-    lines = "".join(json.dumps(conversation) + "\n" for conversation in conversations)
-    (data / "train" / "train.openai.jsonl").write_text(lines)
-    (root / "input" / "config").mkdir(parents=True)
-    (root / "input" / "config" / "hyperparameters.json").write_text(json.dumps(hyperparameters))
-    return root
-
-
 def train(root: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "SM_TRAINING_ROOT": str(root)}
     return subprocess.run(
@@ -68,20 +55,6 @@ def train(root: Path) -> subprocess.CompletedProcess:
         text=True,
         timeout=900,
     )
-
-
-def code_chats(count: int) -> list[dict]:
-    """Conversations of the kind the quick target was trained on (held out of its training)."""
-    samples = build_corpus(seed=11, num_prompt_samples=count).prompt_samples
-    return [
-        {
-            "messages": [
-                {"role": "user", "content": sample.prompt},
-                {"role": "assistant", "content": sample.answer},
-            ]
-        }
-        for sample in samples
-    ]
 
 
 def test_a_train_channel_without_conversations_fails_with_the_reason(tmp_path) -> None:
@@ -128,8 +101,7 @@ def test_the_job_writes_a_head_vllm_loads_and_a_second_start_resumes(tmp_path) -
     assert not (root / "output" / "failure").exists()
 
     # A spot job that starts again finds its checkpoints and trains only what is left.
-    hyperparameters = root / "input" / "config" / "hyperparameters.json"
-    hyperparameters.write_text(json.dumps({"epochs": "2", "num_speculative_tokens": "4"}))
+    write_hyperparameters(root, {"epochs": "2", "num_speculative_tokens": "4"})
     second = train(root)
 
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
