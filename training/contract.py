@@ -67,9 +67,10 @@ class Hyperparameters:
     num_speculative_tokens: int = 7  # the parallel depth the head is trained for
     num_layers: int = 2  # draft decoder layers
     epochs: int = 4
-    learning_rate: float = 3e-4
+    learning_rate: float = 1e-3  # speculators' own default (Muon)
     max_length: int = 1024  # tokens per conversation row
-    held_out_fraction: float = 0.1  # rows kept aside to measure acceptance
+    held_out_fraction: float = 0.1  # conversations kept aside to measure acceptance
+    held_out_prompts: int = 32  # of those, how many vLLM answers with the head (0: none)
     seed: int = 0
 
     LIMITS = {
@@ -79,6 +80,7 @@ class Hyperparameters:
         "learning_rate": (1e-7, 1.0),
         "max_length": (64, 131072),
         "held_out_fraction": (0.01, 0.5),
+        "held_out_prompts": (0, 10000),
         "seed": (0, 2**31 - 1),
     }
 

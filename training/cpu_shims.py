@@ -43,3 +43,12 @@ TRAIN_FLAGS = [
     "--num-workers", "0",
     "--hidden-states-dtype", "float32",
 ]  # fmt: skip
+
+
+def vllm_settings() -> dict:
+    """vLLM's CPU build for the acceptance check: float32 (CPUs without bf16 emulate it
+    slowly), eager (compiling costs more than the check), a small KV cache."""
+    import os
+
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    return {"dtype": "float32", "enforce_eager": True, "max_model_len": 2048}

@@ -142,6 +142,39 @@ def export_head(checkpoint: Path, model_dir: Path, verifier: str) -> dict[str, A
     return json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
 
 
+def held_out_prompts(conversations: list[list[dict[str, Any]]], count: int) -> list[list[dict]]:
+    """Each held-out conversation up to its first assistant answer: what a user sent."""
+    prompts = []
+    for messages in conversations[:count]:
+        for turn, message in enumerate(messages):
+            if message.get("role") == "assistant" and turn > 0:
+                prompts.append(messages[:turn])
+                break
+    return prompts
+
+
+def measure_acceptance(
+    target: Path, head: Path, k: int, prompts: list[list[dict]], work: Path
+) -> dict[str, Any] | None:
+    """vLLM drafting with the head on the held-out prompts (training/acceptance.py)."""
+    if not prompts:
+        log("no held-out conversation with an answer: acceptance not measured")
+        return None
+    prompts_file = work / "held_out_prompts.jsonl"
+    prompts_file.write_text("".join(json.dumps(prompt) + "\n" for prompt in prompts))
+    argv = [
+        sys.executable, "-m", "training.acceptance", str(target), str(head), str(k),
+        str(prompts_file),
+    ]  # fmt: skip
+    log(f"held-out acceptance: {' '.join(argv)}")
+    finished = subprocess.run(argv, check=False, capture_output=True, text=True)
+    lines = [line for line in finished.stdout.splitlines() if line.startswith("ACCEPTANCE ")]
+    if finished.returncode != 0 or not lines:
+        sys.stdout.write(finished.stdout[-4000:] + finished.stderr[-4000:])
+        raise RuntimeError(f"vLLM could not serve the trained head (exit {finished.returncode}).")
+    return json.loads(lines[-1].removeprefix("ACCEPTANCE "))
+
+
 def check_head(target: Path, head: Path, k: int) -> None:
     from serving.preflight.pair import speculation_problems
 
@@ -161,6 +194,7 @@ class Report:
     epochs: int
     seconds: float
     validation: dict[str, Any]
+    held_out: dict[str, Any] | None
 
 
 def run(layout: Layout, hp: Hyperparameters) -> Report:
@@ -188,6 +222,10 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
     verifier = target_config.get("_name_or_path") or SERVED_TARGET
     validation = export_head(best_checkpoint(save_dir), layout.model_dir, verifier)
     check_head(target, layout.model_dir, hp.num_speculative_tokens)
+    prompts = held_out_prompts(split.held_out, hp.held_out_prompts)
+    held_out = measure_acceptance(
+        target, layout.model_dir, hp.num_speculative_tokens, prompts, work
+    )
     report = Report(
         len(split.train),
         len(split.held_out),
@@ -195,9 +233,12 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
         hp.epochs,
         round(time.monotonic() - started, 1),
         validation,
+        held_out,
     )
     (layout.model_dir / REPORT_FILE).write_text(json.dumps(asdict(report), indent=2) + "\n")
     for name, value in validation.items():
         if isinstance(value, int | float):
             metric(f"validation_{name}", value)
+    if held_out and held_out["mean_acceptance_length"] is not None:
+        metric("held_out_acceptance_length", held_out["mean_acceptance_length"])
     return report

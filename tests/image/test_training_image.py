@@ -29,7 +29,8 @@ def run_job(docker: str, image: str, root: Path) -> subprocess.CompletedProcess:
 
 
 def test_the_training_image_writes_a_head_and_resumes(docker, training_image, tmp_path) -> None:
-    root = job_tree(tmp_path, code_chats(32), {"epochs": "1", "num_speculative_tokens": "4"}, True)
+    hyperparameters = {"epochs": "1", "num_speculative_tokens": "4", "held_out_prompts": "4"}
+    root = job_tree(tmp_path, code_chats(48), hyperparameters, True)
 
     first = run_job(docker, training_image, root)
 
@@ -38,8 +39,13 @@ def test_the_training_image_writes_a_head_and_resumes(docker, training_image, tm
     assert config["speculators_model_type"] == "peagle"
     assert (root / "model" / "model.safetensors").stat().st_size > 0
     assert "peagle_validation_loss_epoch=" in first.stdout
+    # The image's own vLLM drafted with the head (no network: everything it needs is inside).
+    report = json.loads((root / "model" / "training-report.json").read_text())
+    assert report["held_out"]["drafts"] > 0
 
-    write_hyperparameters(root, {"epochs": "2", "num_speculative_tokens": "4"})
+    write_hyperparameters(
+        root, {"epochs": "2", "num_speculative_tokens": "4", "held_out_prompts": "0"}
+    )
     second = run_job(docker, training_image, root)
 
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]

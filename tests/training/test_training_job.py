@@ -81,9 +81,10 @@ def test_a_bad_hyperparameter_fails_before_any_work(tmp_path) -> None:
     assert not (root / "output" / "work").exists()
 
 
-def test_the_job_writes_a_head_vllm_loads_and_a_second_start_resumes(tmp_path) -> None:
-    chats = code_chats(48)
-    root = job_tree(tmp_path, chats, {"epochs": "1", "num_speculative_tokens": "4"})
+def test_the_job_writes_a_head_vllm_drafts_with_and_a_second_start_resumes(tmp_path) -> None:
+    chats = code_chats(160)
+    hyperparameters = {"epochs": "4", "num_speculative_tokens": "4", "held_out_prompts": "16"}
+    root = job_tree(tmp_path, chats, hyperparameters)
 
     first = train(root)
 
@@ -97,14 +98,23 @@ def test_the_job_writes_a_head_vllm_loads_and_a_second_start_resumes(tmp_path) -
     assert config["speculators_config"]["verifier"]["name_or_path"] == "/opt/ml/model"
     report = json.loads((head / "training-report.json").read_text())
     assert report["train_rows"] + report["held_out_conversations"] >= len(chats) // 2
+    # vLLM drafted with the head on the held-out prompts and accepted some of its drafts.
+    held_out = report["held_out"]
+    assert held_out["prompts"] == 16 and held_out["drafts"] > 0
+    assert held_out["mean_acceptance_length"] > 1.0
+    assert f"peagle_held_out_acceptance_length={held_out['mean_acceptance_length']:.6g}" in (
+        first.stdout
+    )
     assert "peagle_validation_loss_epoch=" in first.stdout
     assert not (root / "output" / "failure").exists()
 
     # A spot job that starts again finds its checkpoints and trains only what is left.
-    write_hyperparameters(root, {"epochs": "2", "num_speculative_tokens": "4"})
+    write_hyperparameters(
+        root, {"epochs": "5", "num_speculative_tokens": "4", "held_out_prompts": "0"}
+    )
     second = train(root)
 
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
-    assert "Resuming training on epoch 1" in second.stdout + second.stderr
+    assert "Resuming training on epoch 4" in second.stdout + second.stderr
     saved = root / "checkpoints" / "speculators"
-    assert sorted(p.name for p in saved.iterdir() if p.name.isdigit()) == ["0", "1"]
+    assert sorted(p.name for p in saved.iterdir() if p.name.isdigit()) == list("01234")
