@@ -47,7 +47,7 @@ DURATION ?= 60
 BODY_CLIENTS ?= 32
 BODY_MB ?= 5
 
-.PHONY: help setup demo-model quick-model serve-model trained-model serve check test bench load load-bodies lint format image image-cpu image-train image-train-cpu image-test retrain-demo rollout-rehearsal clean
+.PHONY: help setup demo-model quick-model serve-model trained-model serve check test bench load load-bodies lint format image image-cpu image-train image-train-cpu image-test retrain-demo rollout-rehearsal train-head-demo clean
 
 help:
 	@echo "make serve   set up, build the demo model, serve it on port $(PORT) with P-EAGLE"
@@ -60,6 +60,7 @@ help:
 	@echo "make load    $(CLIENTS) clients for $(DURATION) s against the container on port $(PORT)"
 	@echo "make load-bodies  $(BODY_CLIENTS) clients posting $(BODY_MB) MiB payloads; /ping latency"
 	@echo "make retrain-demo  capture prose requests, fine-tune the head on them, compare both heads"
+	@echo "make train-head-demo  the training image on captured prose; its head beside the demo's"
 	@echo "make rollout-rehearsal  a random head as the shadow of the trained one: compare, and the shadow's cost"
 	@echo "make local-runtime  SageMaker Runtime on port $(RUNTIME_PORT) for boto3, in front of port $(PORT)"
 	@echo "make lint    ruff and hadolint"
@@ -120,6 +121,10 @@ load: setup
 load-bodies: setup
 	$(PY) -m bench load --url http://127.0.0.1:$(PORT) --body-mb $(BODY_MB) \
 		--clients $(BODY_CLIENTS) --duration $(DURATION)
+
+# The training image as SageMaker Training runs it, on a prose workload captured from the demo.
+train-head-demo: trained-model image-train-cpu
+	$(PY) -m bench train-head --opt-ml-root $(TRAINED_ROOT) --image $(IMAGE_TRAIN_CPU)
 
 rollout-rehearsal: trained-model
 	$(PY) -m bench shadow --config peagle:$(K)

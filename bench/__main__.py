@@ -11,6 +11,7 @@
   fault       engine stalled and killed, host and image: time to /ping 503 and back to 200
   retrain     capture a prose workload, fine-tune the P-EAGLE head on it, compare both heads
   ab          one configuration with two environments side by side (the cost of a setting)
+  train-head  the training image on a captured prose workload; its head beside the demo's
   shadow      head rollout rehearsal: a random head as the shadow, compare's verdict, and
               the production latency with a shadow attached
 
@@ -35,9 +36,12 @@ from bench.commands import (
     run,
     shadow,
     sweep,
+    train_head,
 )
 
-COMMANDS = (run, sweep, overhead, crosscheck, load, coldstart, image, fault, retrain, ab, shadow)
+COMMANDS = (
+    run, sweep, overhead, crosscheck, load, coldstart, image, fault, retrain, ab, shadow, train_head
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

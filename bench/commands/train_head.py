@@ -1,0 +1,52 @@
+"""`train-head`: the training image on a captured prose workload, its head beside the demo's."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from bench.commands.common import add_local_command, drafter_of
+from bench.configuration import parse_configuration
+from image_build.build import CPU_TRAINING_IMAGE
+
+HELP = (
+    "the training image run as SageMaker Training runs it on a captured prose workload, "
+    "and its head side by side with the demo head and the project's fine-tune"
+)
+
+
+def add_parser(commands: Any) -> None:
+    parser = add_local_command(commands, "train-head", command, HELP)
+    parser.set_defaults(config="peagle:7", out_dir=Path("build/train-head"))
+    parser.add_argument("--image", default=CPU_TRAINING_IMAGE, help="(%(default)s)")
+    parser.add_argument("--epochs", type=int, default=8, help="the job's epochs (%(default)s)")
+    parser.add_argument(
+        "--code-prompts", type=int, default=32, help="HumanEval prompts in the comparison"
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    from bench.train_head import run_demo, table
+    from image_build.engine import ensure_engine
+
+    configuration = parse_configuration(args.config, drafter_of(args))
+    if configuration.method != "peagle":
+        raise SystemExit(f"--config {args.config}: the job trains a P-EAGLE head; use peagle:K.")
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    result = run_demo(
+        configuration,
+        args.opt_ml_root.absolute(),
+        args.out_dir.absolute(),
+        ensure_engine(),
+        args.image,
+        args.epochs,
+        args.code_prompts,
+    )
+    (args.out_dir / "train-head.json").write_text(json.dumps(result, indent=2) + "\n")
+    text = table(result)
+    (args.out_dir / "train-head.md").write_text(text + "\n")
+    print(text)
+    print(f"whole demo {result['seconds']} s; figures in {args.out_dir / 'train-head.json'}")
+    return 0

@@ -1,0 +1,135 @@
+"""`make train-head-demo`: the training image run exactly as SageMaker Training runs it, on the
+demo target and a prose workload captured through the serving container, and the head it
+writes served next to the demo's own heads.
+
+The same capture and export feed both trainers: the project's fine-tune of the demo head
+(bench retrain) and the training image's job (speculators, from scratch). The three heads (the
+demo's, the fine-tune and the job's) then serve the held-out prose and HumanEval side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.configuration import Configuration
+from bench.prompts import prose_prompts
+from bench.retrain import CAPTURED_PROMPTS, capture, compare, workloads_for
+from serving import paths
+
+
+def job_tree(root: Path, target: Path, train: Path, hyperparameters: dict[str, str]) -> Path:
+    """/opt/ml as SageMaker Training lays it out: the channels copied in (a container cannot
+    follow a link out of its mount)."""
+    shutil.rmtree(root, ignore_errors=True)
+    data = root / "input" / "data"
+    shutil.copytree(target, data / "target")
+    shutil.copytree(train, data / "train")
+    (root / "input" / "config").mkdir(parents=True)
+    (root / "input" / "config" / "hyperparameters.json").write_text(json.dumps(hyperparameters))
+    return root
+
+
+def run_job(docker: str, image: str, root: Path, log: Path) -> float:
+    """`docker run IMAGE train`, no network, the tree at /opt/ml; the wall time."""
+    argv = [
+        docker, "run", "--rm", "--network", "none", "--shm-size", "1g",
+        "--volume", f"{root}:/opt/ml", image, "train",
+    ]  # fmt: skip
+    started = time.monotonic()
+    with log.open("w") as output:
+        finished = subprocess.run(argv, stdout=output, stderr=subprocess.STDOUT)
+    if finished.returncode != 0:
+        failure = root / "output" / "failure"
+        reason = failure.read_text() if failure.is_file() else "no failure file"
+        raise RuntimeError(f"the training job failed ({reason}); its log is {log}")
+    return time.monotonic() - started
+
+
+def serving_tree(root: Path, target: Path, head: Path) -> Path:
+    """An /opt/ml tree for the serving container: the demo target, the job's head."""
+    shutil.rmtree(root, ignore_errors=True)
+    paths.model_dir(root).parent.mkdir(parents=True, exist_ok=True)
+    paths.model_dir(root).symlink_to(target.resolve(), target_is_directory=True)
+    paths.channel_dir(root).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(head, paths.channel_dir(root))
+    return root
+
+
+def run_demo(
+    configuration: Configuration,
+    opt_ml: Path,
+    out: Path,
+    docker: str,
+    image: str,
+    epochs: int,
+    code_prompts: int,
+) -> dict[str, Any]:
+    from capture.export import Options, export
+    from model_data_sources.finetune import finetune
+
+    started = time.monotonic()
+    prompts = prose_prompts()
+    captured, held_out = prompts[:CAPTURED_PROMPTS], prompts[CAPTURED_PROMPTS:]
+    capture_dir = capture(configuration, opt_ml, out, captured)
+    summary = export(Options(inputs=(capture_dir,), out_dir=out / "train"))
+    print(summary.line(out / "train"), flush=True)
+    tuned = out / "opt_ml_finetuned"
+    tuning = finetune(opt_ml, out / "train" / "train.openai.jsonl", tuned)
+    hyperparameters = {
+        "num_speculative_tokens": str(configuration.k),
+        "epochs": str(epochs),
+        "held_out_prompts": "16",
+    }
+    job = job_tree(out / "job", paths.model_dir(opt_ml), out / "train", hyperparameters)
+    print(f"training job under docker ({image}) ...", flush=True)
+    job_seconds = run_job(docker, image, job, out / "job.log")
+    report = json.loads((job / "model" / "training-report.json").read_text())
+    trained = serving_tree(out / "opt_ml_speculators", paths.model_dir(opt_ml), job / "model")
+    figures = compare(
+        configuration,
+        {"demo head": opt_ml, "project fine-tune": tuned, "training job": trained},
+        workloads_for(held_out, code_prompts),
+        out,
+    )
+    return {
+        "configuration": configuration.describe(),
+        "captured_requests": len(captured),
+        "training_set": summary.written,
+        "fine_tune": tuning,
+        "job_seconds": round(job_seconds, 1),
+        "job_report": report,
+        "side_by_side": figures,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+
+
+def table(result: dict[str, Any]) -> str:
+    rows = result["side_by_side"]
+    lines = [
+        "| workload | c | head | mean acceptance length | output tok/s |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {row['workload']} | {row['concurrency']} | {row['head']} | "
+        f"{row['mean_acceptance_length']} | {row['output_tokens_per_s']} |"
+        for row in rows
+    ]
+    by_key = {(row["workload"], row["concurrency"], row["head"]): row for row in rows}
+    lines.append("")
+    for workload, concurrency, head in by_key:
+        if head != "training job":
+            continue
+        job = by_key[workload, concurrency, head]["mean_acceptance_length"]
+        for other in ("project fine-tune", "demo head"):
+            base = by_key[workload, concurrency, other]["mean_acceptance_length"]
+            lines.append(
+                f"- {workload}, c={concurrency}: training job / {other} acceptance length "
+                f"{job / base:.3f}x"
+            )
+    lines.append(f"- the training job under docker: {result['job_seconds']} s")
+    return "\n".join(lines)
