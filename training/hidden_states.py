@@ -33,7 +33,12 @@ def extract(target_dir: Path, data_dir: Path, out_dir: Path) -> int:
     from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(target_dir, dtype=torch.float32).eval()
+    if torch.cuda.is_available():  # the target in its own dtype, on the first GPU
+        model = AutoModelForCausalLM.from_pretrained(target_dir, dtype="auto").to("cuda")
+    else:
+        model = AutoModelForCausalLM.from_pretrained(target_dir, dtype=torch.float32)
+    model.eval()
+    device = model.get_input_embeddings().weight.device
     ids = layer_ids(model.config.num_hidden_layers)
     captured: dict[int, torch.Tensor] = {}
 
@@ -51,8 +56,8 @@ def extract(target_dir: Path, data_dir: Path, out_dir: Path) -> int:
             for index in range(len(rows)):
                 tokens = torch.as_tensor(rows[index]["input_ids"], dtype=torch.long)
                 captured.clear()
-                model.model(input_ids=tokens[None])  # the decoder only: no lm_head
-                states = torch.stack([captured[k] for k in ids], dim=1).contiguous()
+                model.model(input_ids=tokens[None].to(device))  # the decoder only: no lm_head
+                states = torch.stack([captured[k].cpu() for k in ids], dim=1).contiguous()
                 save_file(
                     {"hidden_states": states, "token_ids": tokens.contiguous()},
                     str(out_dir / f"hs_{index}.safetensors"),
