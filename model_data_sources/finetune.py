@@ -23,14 +23,13 @@ from transformers import AutoTokenizer, LlamaForCausalLM
 
 from model_data_sources import evaluation, training
 from model_data_sources.corpus import build_corpus, chat_text
-from model_data_sources.heads import DraftHead
+from model_data_sources.heads import Batch, DraftHead, kept_anchors, peagle_logits
 from model_data_sources.tokenizer import MASK
 from model_data_sources.trained import (
     SEED,
     THREADS,
     Recipe,
     head_shape,
-    peagle_training_fn,
     split,
     write_head,
 )
@@ -101,6 +100,19 @@ def concat(parts: list[training.Features]) -> training.Features:
     )
 
 
+def fine_tune_logits(recipe: Recipe, embed: torch.nn.Embedding, mask_id: int) -> training.LogitsFn:
+    """P-EAGLE's training pass with depth sampling, as the demo head was trained, with each
+    offset's kept anchors cut to the batch's: short captured answers leave a batch fewer
+    anchors than the recipe keeps (make retrain-demo crashed on short prose answers)."""
+    kept = kept_anchors(recipe.peagle_anchors, recipe.depth, recipe.keep_ratio, recipe.keep_floor)
+
+    def logits(head: DraftHead, batch: Batch):
+        cut = [min(count, batch.anchors.shape[1]) for count in kept]
+        return peagle_logits(head, embed, mask_id, batch, recipe.depth, cut)
+
+    return logits
+
+
 def finetune(
     opt_ml: Path,
     training_set: Path,
@@ -150,7 +162,7 @@ def finetune(
     steps = tune.epochs * (train.tokens.shape[0] // tune.batch)
     with tqdm(total=steps, desc="fine-tune", unit="step") as progress:
         losses = training.train_head(
-            head, peagle_training_fn(recipe, embed, mask_id), train, tune.batch, tune.epochs,
+            head, fine_tune_logits(recipe, embed, mask_id), train, tune.batch, tune.epochs,
             recipe.peagle_anchors, tune.lr, SEED + 3, progress, recipe.first_weight,
         )  # fmt: skip
     fine_tuned = evaluation.head_report(head, logits_fn, held_out_features, recipe.depth)
