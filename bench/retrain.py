@@ -173,17 +173,22 @@ def run_loop(configuration: Configuration, opt_ml: Path, out: Path, code_prompts
     }
 
 
-def table(result: dict) -> str:
-    rows = result["side_by_side"]
+def side_by_side_table(rows: list[dict]) -> list[str]:
+    """compare's rows as a markdown table, one line per (workload, concurrency, head)."""
     lines = [
         "| workload | c | head | mean acceptance length | output tok/s |",
         "|---|---|---|---|---|",
     ]
-    lines += [
+    return lines + [
         f"| {row['workload']} | {row['concurrency']} | {row['head']} | "
         f"{row['mean_acceptance_length']} | {row['output_tokens_per_s']} |"
         for row in rows
     ]
+
+
+def table(result: dict) -> str:
+    rows = result["side_by_side"]
+    lines = side_by_side_table(rows)
     by_key = {(row["workload"], row["concurrency"], row["head"]): row for row in rows}
     lines.append("")
     for workload, concurrency, head in by_key:

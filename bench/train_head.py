@@ -18,7 +18,13 @@ from typing import Any
 
 from bench.configuration import Configuration
 from bench.prompts import prose_prompts
-from bench.retrain import CAPTURED_PROMPTS, capture, compare, workloads_for
+from bench.retrain import (
+    CAPTURED_PROMPTS,
+    capture,
+    compare,
+    side_by_side_table,
+    workloads_for,
+)
 from serving import paths
 
 
@@ -110,15 +116,7 @@ def run_demo(
 
 def table(result: dict[str, Any]) -> str:
     rows = result["side_by_side"]
-    lines = [
-        "| workload | c | head | mean acceptance length | output tok/s |",
-        "|---|---|---|---|---|",
-    ]
-    lines += [
-        f"| {row['workload']} | {row['concurrency']} | {row['head']} | "
-        f"{row['mean_acceptance_length']} | {row['output_tokens_per_s']} |"
-        for row in rows
-    ]
+    lines = side_by_side_table(rows)
     by_key = {(row["workload"], row["concurrency"], row["head"]): row for row in rows}
     lines.append("")
     for workload, concurrency, head in by_key:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from moto.server import ThreadedMotoServer
 
 from deploy import names
 from tests.support.deploy import VERSION
@@ -26,3 +27,13 @@ def dummy_aws(monkeypatch, tmp_path):
 def fixed_version(monkeypatch):
     monkeypatch.setattr(names, "version_now", lambda now=None: VERSION)
     return VERSION
+
+
+@pytest.fixture(scope="module")
+def s3_url():
+    """moto's S3 (and any other service) on a loopback port, for a module's tests."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from moto.server import ThreadedMotoServer
 
 from deploy.clients import Connection
 from tests.support.cli import fails, run_cli
@@ -165,15 +164,6 @@ def test_spot_keeps_checkpoints_in_s3_and_may_wait_for_capacity(fixed_version) -
         "LocalPath": "/opt/ml/checkpoints",
     }
     assert f"s3://my-bucket/qwen/training/{JOB}/output/model/ (deploy's --head-uri)" in err
-
-
-@pytest.fixture(scope="module")
-def s3_url():
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 def test_local_folders_are_uploaded_first(fixed_version, s3_url, tmp_path) -> None:

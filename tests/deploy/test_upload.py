@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from boto3.s3.transfer import TransferConfig
-from moto.server import ThreadedMotoServer
 
 from deploy.clients import connect
 from deploy.s3 import S3Prefix
@@ -19,15 +18,6 @@ from tests.support.deploy import client, deploy_cli
 MiB = 2**20
 BASE = S3Prefix("models", "qwen/")
 SMALL_PARTS = TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB)
-
-
-@pytest.fixture(scope="module")
-def s3_url():
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 @pytest.fixture()
