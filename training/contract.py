@@ -66,7 +66,7 @@ class Hyperparameters:
 
     num_speculative_tokens: int = 7  # the parallel depth the head is trained for
     num_layers: int = 2  # draft decoder layers
-    epochs: int = 4
+    epochs: int = 20  # speculators' own default
     learning_rate: float = 1e-3  # speculators' own default (Muon)
     max_length: int = 1024  # tokens per conversation row
     held_out_fraction: float = 0.1  # conversations kept aside to measure acceptance

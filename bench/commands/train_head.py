@@ -21,7 +21,7 @@ def add_parser(commands: Any) -> None:
     parser = add_local_command(commands, "train-head", command, HELP)
     parser.set_defaults(config="peagle:7", out_dir=Path("build/train-head"))
     parser.add_argument("--image", default=CPU_TRAINING_IMAGE, help="(%(default)s)")
-    parser.add_argument("--epochs", type=int, default=8, help="the job's epochs (%(default)s)")
+    parser.add_argument("--epochs", type=int, default=40, help="the job's epochs (%(default)s)")
     parser.add_argument(
         "--code-prompts", type=int, default=32, help="HumanEval prompts in the comparison"
     )
