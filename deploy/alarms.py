@@ -40,19 +40,24 @@ class Alarm:
         return f"{self.metric} ({self.statistic}) {relation} {self.threshold:g}"
 
 
+def dimensions(named: dict[str, str]) -> list[dict[str, str]]:
+    """CloudWatch's Dimensions, in the EMF line's order (its dimension sets are sorted)."""
+    return [{"Name": name, "Value": named[name]} for name in sorted(named)]
+
+
 def head_dimensions(endpoint_name: str, head_version: str) -> list[dict[str, str]]:
     """The new fleet's dimension set, as the container's EMF line names it."""
-    named = {
-        cw.ENDPOINT_DIMENSION: endpoint_name,
-        cw.VARIANT_DIMENSION: names.VARIANT_NAME,
-        cw.HEAD_VERSION_DIMENSION: head_version,
-    }
-    return [{"Name": name, "Value": named[name]} for name in sorted(named)]
+    return dimensions(
+        {
+            cw.ENDPOINT_DIMENSION: endpoint_name,
+            cw.VARIANT_DIMENSION: names.VARIANT_NAME,
+            cw.HEAD_VERSION_DIMENSION: head_version,
+        }
+    )
 
 
 def variant_dimensions(endpoint_name: str, variant_name: str) -> list[dict[str, str]]:
-    named = {cw.ENDPOINT_DIMENSION: endpoint_name, cw.VARIANT_DIMENSION: variant_name}
-    return [{"Name": name, "Value": named[name]} for name in sorted(named)]
+    return dimensions({cw.ENDPOINT_DIMENSION: endpoint_name, cw.VARIANT_DIMENSION: variant_name})
 
 
 def guard_alarms(plan: Plan, min_acceptance: float | None) -> list[Alarm]:

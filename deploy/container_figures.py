@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from deploy.comparison import MISSING, Comparison, Figure, Row
 from deploy.errors import DeployFailed
-from serving.metrics import ACCEPTED_PER_POSITION, DRAFTS
+from serving.metrics import DRAFTS, spec_decode_totals
 
 LATENCY = "vllm:e2e_request_latency_seconds"
 GENERATION_TOKENS = "vllm:request_generation_tokens"
@@ -55,26 +55,28 @@ def since(now: Counts, before: Counts) -> Counts:
 
 
 def counts(text: str) -> Counts:
-    found = Counts()
-    by_position: dict[int, float] = defaultdict(float)
+    """The spec-decode counters as the front reads them (serving.metrics), and vLLM's
+    request latency histogram and generated tokens."""
+    totals, by_position = spec_decode_totals(text, (DRAFTS,))
+    found = Counts(
+        drafts=totals.get(DRAFTS, 0.0),
+        # vLLM counts positions from 0; the figures name them from 1.
+        accepted_by_position={position + 1: value for position, value in by_position.items()},
+    )
     buckets: dict[float, float] = defaultdict(float)
     for family in text_string_to_metric_families(text):
+        if family.name not in (LATENCY, GENERATION_TOKENS):
+            continue
         for sample in family.samples:
-            name, labels, value = sample.name, sample.labels, sample.value
-            if family.name == DRAFTS and name.endswith("_total"):
-                found.drafts += value
-            elif family.name == ACCEPTED_PER_POSITION and name.endswith("_total"):
-                if labels.get("position", "").isdigit():
-                    by_position[int(labels["position"]) + 1] += value
-            elif family.name == LATENCY and name.endswith("_count"):
+            name, value = sample.name, sample.value
+            if family.name == GENERATION_TOKENS:
+                found.generation_tokens += value if name.endswith("_sum") else 0.0
+            elif name.endswith("_count"):
                 found.requests += value
-            elif family.name == LATENCY and name.endswith("_sum"):
+            elif name.endswith("_sum"):
                 found.latency_sum += value
-            elif family.name == LATENCY and name.endswith("_bucket"):
-                buckets[float(labels["le"])] += value
-            elif family.name == GENERATION_TOKENS and name.endswith("_sum"):
-                found.generation_tokens += value
-    found.accepted_by_position = dict(by_position)
+            elif name.endswith("_bucket"):
+                buckets[float(sample.labels["le"])] += value
     found.latency_buckets = sorted(buckets.items())
     return found
 

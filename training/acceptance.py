@@ -11,12 +11,10 @@ import json
 import sys
 from pathlib import Path
 
+from serving.metrics import ACCEPTED, ACCEPTED_PER_POSITION, DRAFTS
 from training import cpu_shims
 
 MAX_TOKENS = 64
-DRAFTS = "vllm:spec_decode_num_drafts"
-ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
-ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
 
 
 def measure(target: Path, head: Path, k: int, prompts: list[list[dict]]) -> dict:
