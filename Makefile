@@ -137,8 +137,8 @@ local-runtime: setup
 		$(if $(SHADOW_PORT),--shadow-container-url http://127.0.0.1:$(SHADOW_PORT) --shadow-sample $(SHADOW_SAMPLE))
 
 lint: setup
-	$(VENV)/bin/ruff check serving bench image_build model_data_sources deploy local_runtime capture tests harness
-	$(VENV)/bin/ruff format --check serving bench image_build model_data_sources deploy local_runtime capture tests harness
+	$(VENV)/bin/ruff check serving bench image_build model_data_sources deploy local_runtime capture tests harness training
+	$(VENV)/bin/ruff format --check serving bench image_build model_data_sources deploy local_runtime capture tests harness training
 	$(VENV)/bin/hadolint Dockerfile docker/cpu-base/Dockerfile
 
 # The image targets start a container engine when none runs (as root on Debian/Ubuntu) and,
