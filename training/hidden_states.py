@@ -21,13 +21,9 @@ def aux_layer_ids(num_layers: int) -> list[int]:
     return [1, num_layers // 2, num_layers - 1]
 
 
-def layer_ids(num_layers: int) -> list[int]:
-    """The auxiliary layers, then the last layer (the trainer's target logits)."""
-    return [*aux_layer_ids(num_layers), num_layers]
-
-
-def extract(target_dir: Path, data_dir: Path, out_dir: Path) -> int:
-    """Files for every row of the prepared dataset at `data_dir`; how many."""
+def extract(target_dir: Path, data_dir: Path, out_dir: Path, aux_ids: list[int]) -> int:
+    """Files for every row of the prepared dataset at `data_dir`, the auxiliary layers
+    `aux_ids` then the last one (the trainer's target logits); how many."""
     import torch
     from datasets import load_from_disk
     from safetensors.torch import save_file
@@ -39,7 +35,7 @@ def extract(target_dir: Path, data_dir: Path, out_dir: Path) -> int:
         model = AutoModelForCausalLM.from_pretrained(target_dir, dtype=torch.float32)
     model.eval()
     device = model.get_input_embeddings().weight.device
-    ids = layer_ids(model.config.num_hidden_layers)
+    ids = [*aux_ids, model.config.num_hidden_layers]
     captured: dict[int, torch.Tensor] = {}
 
     def keep(layer_id: int):

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from training import cpu_shims, hidden_states, rows
+from training import cpu_shims, hidden_states, rows, start_head
 from training.contract import (
     HEAD_CHANNEL,
     TARGET_CHANNEL,
@@ -84,7 +84,7 @@ def prepare_data(target: Path, rows_file: Path, data_dir: Path, max_length: int)
 
 def train_argv(
     target: Path,
-    target_layers: int,
+    aux_ids: list[int],
     data_dir: Path,
     save_dir: Path,
     start_from: Path | None,
@@ -102,7 +102,7 @@ def train_argv(
         "--total-seq-len", str(hp.max_length),
         "--seed", str(hp.seed),
         # The same layers hidden_states.py wrote (speculators' default fails below 8 layers).
-        "--target-layer-ids", *[str(i) for i in hidden_states.aux_layer_ids(target_layers)],
+        "--target-layer-ids", *[str(i) for i in aux_ids],
     ]  # fmt: skip
     if start_from is not None:
         argv += ["--from-pretrained", str(start_from)]
@@ -211,14 +211,20 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
     log(f"{len(split.train)} training rows, {len(split.held_out)} conversations held out")
     work = layout.work_dir
     shutil.rmtree(work, ignore_errors=True)  # scratch: a restarted job prepares it again
+    target_config = json.loads((target / "config.json").read_text())
+    aux_ids = hidden_states.aux_layer_ids(int(target_config["num_hidden_layers"]))
+    if start_from is not None:
+        aux_ids = start_head.aux_layer_ids(start_from) or aux_ids
+        start_from = start_head.prepare(
+            start_from, target, hp.num_speculative_tokens, work / "start_head"
+        )
+        log(f"starting from the head in the eagle channel, as {start_from}")
     data_dir = work / "data"
     prepare_data(target, rows.write_rows(split.train, work / "rows.jsonl"), data_dir, hp.max_length)
-    written = hidden_states.extract(target, data_dir, data_dir / "hidden_states")
+    written = hidden_states.extract(target, data_dir, data_dir / "hidden_states", aux_ids)
     log(f"hidden states for {written} rows")
     save_dir = layout.checkpoints / "speculators"
-    target_config = json.loads((target / "config.json").read_text())
-    layers = int(target_config["num_hidden_layers"])
-    run_step(train_argv(target, layers, data_dir, save_dir, start_from, hp), "train")
+    run_step(train_argv(target, aux_ids, data_dir, save_dir, start_from, hp), "train")
     verifier = target_config.get("_name_or_path") or SERVED_TARGET
     validation = export_head(best_checkpoint(save_dir), layout.model_dir, verifier)
     check_head(target, layout.model_dir, hp.num_speculative_tokens)
