@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -145,29 +145,47 @@ def workloads_for(held_out: list[str], code_prompts: int) -> dict[str, list[str]
     }
 
 
-def run_loop(configuration: Configuration, opt_ml: Path, out: Path, code_prompts: int) -> dict:
+@dataclass(frozen=True)
+class Loop:
+    """The loop's first half: the prose workload captured and exported, the head fine-tuned."""
+
+    captured: list[str]
+    held_out: list[str]
+    training_set: Path  # the export's train.openai.jsonl
+    written: int
+    tuned: Path  # an /opt/ml tree: the demo target and the fine-tuned head
+    tuning: dict
+
+
+def capture_and_finetune(configuration: Configuration, opt_ml: Path, out: Path) -> Loop:
     from capture.export import Options, export
     from model_data_sources.finetune import finetune
 
-    started = time.monotonic()
     prompts = prose_prompts()
     captured, held_out = prompts[:CAPTURED_PROMPTS], prompts[CAPTURED_PROMPTS:]
     capture_dir = capture(configuration, opt_ml, out, captured)
     summary = export(Options(inputs=(capture_dir,), out_dir=out / "train"))
-    print(summary.line(out / "train"))
+    print(summary.line(out / "train"), flush=True)
+    training_set = out / "train" / "train.openai.jsonl"
     tuned = out / "opt_ml"
-    tuning = finetune(opt_ml, out / "train" / "train.openai.jsonl", tuned)
+    tuning = finetune(opt_ml, training_set, tuned)
+    return Loop(captured, held_out, training_set, summary.written, tuned, tuning)
+
+
+def run_loop(configuration: Configuration, opt_ml: Path, out: Path, code_prompts: int) -> dict:
+    started = time.monotonic()
+    loop = capture_and_finetune(configuration, opt_ml, out)
     figures = compare(
         configuration,
-        {"base": opt_ml, "fine-tuned": tuned},
-        workloads_for(held_out, code_prompts),
+        {"base": opt_ml, "fine-tuned": loop.tuned},
+        workloads_for(loop.held_out, code_prompts),
         out,
     )
     return {
         "configuration": configuration.describe(),
-        "captured_requests": len(captured),
-        "training_set": summary.written,
-        "fine_tune": tuning,
+        "captured_requests": len(loop.captured),
+        "training_set": loop.written,
+        "fine_tune": loop.tuning,
         "side_by_side": figures,
         "seconds": round(time.monotonic() - started, 1),
     }

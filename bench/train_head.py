@@ -17,24 +17,21 @@ from pathlib import Path
 from typing import Any
 
 from bench.configuration import Configuration
-from bench.prompts import prose_prompts
-from bench.retrain import (
-    CAPTURED_PROMPTS,
-    capture,
-    compare,
-    side_by_side_table,
-    workloads_for,
-)
+from bench.retrain import capture_and_finetune, compare, side_by_side_table, workloads_for
 from serving import paths
 
 
-def job_tree(root: Path, target: Path, train: Path, hyperparameters: dict[str, str]) -> Path:
+def job_tree(
+    root: Path, target: Path, train: Path, head: Path, hyperparameters: dict[str, str]
+) -> Path:
     """/opt/ml as SageMaker Training lays it out: the channels copied in (a container cannot
     follow a link out of its mount)."""
     shutil.rmtree(root, ignore_errors=True)
     data = root / "input" / "data"
     shutil.copytree(target, data / "target")
-    shutil.copytree(train, data / "train")
+    data.joinpath("train").mkdir(parents=True)
+    shutil.copy2(train, data / "train" / train.name)
+    shutil.copytree(head, data / "eagle")
     (root / "input" / "config").mkdir(parents=True)
     (root / "input" / "config" / "hyperparameters.json").write_text(json.dumps(hyperparameters))
     return root
@@ -72,41 +69,35 @@ def run_demo(
     out: Path,
     docker: str,
     image: str,
-    epochs: int,
+    hyperparameters: dict[str, str],
     code_prompts: int,
 ) -> dict[str, Any]:
-    from capture.export import Options, export
-    from model_data_sources.finetune import finetune
-
     started = time.monotonic()
-    prompts = prose_prompts()
-    captured, held_out = prompts[:CAPTURED_PROMPTS], prompts[CAPTURED_PROMPTS:]
-    capture_dir = capture(configuration, opt_ml, out, captured)
-    summary = export(Options(inputs=(capture_dir,), out_dir=out / "train"))
-    print(summary.line(out / "train"), flush=True)
-    tuned = out / "opt_ml_finetuned"
-    tuning = finetune(opt_ml, out / "train" / "train.openai.jsonl", tuned)
-    hyperparameters = {
-        "num_speculative_tokens": str(configuration.k),
-        "epochs": str(epochs),
-        "held_out_prompts": "16",
-    }
-    job = job_tree(out / "job", paths.model_dir(opt_ml), out / "train", hyperparameters)
+    loop = capture_and_finetune(configuration, opt_ml, out)
+    hyperparameters = {"num_speculative_tokens": str(configuration.k), **hyperparameters}
+    job = job_tree(
+        out / "job",
+        paths.model_dir(opt_ml),
+        loop.training_set,
+        paths.channel_dir(opt_ml),
+        hyperparameters,
+    )
     print(f"training job under docker ({image}) ...", flush=True)
     job_seconds = run_job(docker, image, job, out / "job.log")
     report = json.loads((job / "model" / "training-report.json").read_text())
     trained = serving_tree(out / "opt_ml_speculators", paths.model_dir(opt_ml), job / "model")
     figures = compare(
         configuration,
-        {"demo head": opt_ml, "project fine-tune": tuned, "training job": trained},
-        workloads_for(held_out, code_prompts),
+        {"demo head": opt_ml, "project fine-tune": loop.tuned, "training job": trained},
+        workloads_for(loop.held_out, code_prompts),
         out,
     )
     return {
         "configuration": configuration.describe(),
-        "captured_requests": len(captured),
-        "training_set": summary.written,
-        "fine_tune": tuning,
+        "captured_requests": len(loop.captured),
+        "training_set": loop.written,
+        "fine_tune": loop.tuning,
+        "hyperparameters": hyperparameters,
         "job_seconds": round(job_seconds, 1),
         "job_report": report,
         "side_by_side": figures,

@@ -7,7 +7,8 @@ import sys
 import traceback
 
 from training.contract import ContractError, Layout, read_hyperparameters, write_failure
-from training.job import log, run
+from training.job import run
+from training.steps import log
 
 USAGE = "usage: python -m training train  (SageMaker Training starts the image with `train`)"
 

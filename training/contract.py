@@ -71,6 +71,12 @@ class Hyperparameters:
     max_length: int = 1024  # tokens per conversation row
     held_out_fraction: float = 0.1  # conversations kept aside to measure acceptance
     held_out_prompts: int = 32  # of those, how many vLLM answers with the head (0: none)
+    # > 0: the target answers the training conversations again, up to this many tokens per
+    # answer (regenerate.py); 0: learn from the answers the conversations hold.
+    regenerate_max_tokens: int = 0
+    # speculators' --loss-fn: kl_div (its default) matches the target's whole distribution;
+    # ce learns the target's greedy token, which is what greedy decoding accepts.
+    loss: str = "kl_div"
     seed: int = 0
 
     LIMITS = {
@@ -81,8 +87,10 @@ class Hyperparameters:
         "max_length": (64, 131072),
         "held_out_fraction": (0.01, 0.5),
         "held_out_prompts": (0, 10000),
+        "regenerate_max_tokens": (0, 131072),
         "seed": (0, 2**31 - 1),
     }
+    CHOICES = {"loss": ("kl_div", "rkl", "jsd", "ce", "tv", "nla", "lk_hybrid")}
 
     @classmethod
     def parse(cls, given: dict[str, object]) -> Hyperparameters:
@@ -96,6 +104,15 @@ class Hyperparameters:
             )
         values: dict[str, object] = {}
         for name, text in given.items():
+            if name in cls.CHOICES:
+                value = str(text).strip()
+                if value not in cls.CHOICES[name]:
+                    raise ContractError(
+                        f"hyperparameter {name}={text!r} is not one of "
+                        f"{', '.join(cls.CHOICES[name])}."
+                    )
+                values[name] = value
+                continue
             kind = int if known[name].type in ("int", int) else float
             try:
                 value = kind(str(text).strip())

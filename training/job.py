@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from training import cpu_shims, hidden_states, rows, start_head
+from training import cpu_shims, hidden_states, regenerate, rows, start_head
 from training.contract import (
     HEAD_CHANNEL,
     TARGET_CHANNEL,
@@ -31,20 +31,12 @@ from training.contract import (
     Hyperparameters,
     Layout,
 )
+from training.steps import log, metric, run_step
 
 # Where the head's verifier is on an endpoint: the target's mount in the serving container.
 SERVED_TARGET = "/opt/ml/model"
 REPORT_FILE = "training-report.json"
 HEAD_FILES = ("config.json", "model.safetensors")
-
-
-def log(message: str) -> None:
-    print(message, flush=True)
-
-
-def metric(name: str, value: float) -> None:
-    """One line a MetricDefinitions regex reads: `peagle_<name>=<value>`."""
-    log(f"peagle_{name}={value:.6g}")
 
 
 def require_target(layout: Layout) -> Path:
@@ -55,16 +47,6 @@ def require_target(layout: Layout) -> Path:
             "checkpoint the head will draft for (the folder deploy uploads as model/)."
         )
     return target
-
-
-def run_step(argv: list[str], what: str) -> None:
-    """A step as its own process: speculators' CLI, or its trainer under the CPU shims."""
-    log(f"{what}: {' '.join(argv)}")
-    finished = subprocess.run(argv, check=False)
-    if finished.returncode != 0:
-        raise RuntimeError(
-            f"{what} failed with exit code {finished.returncode}; see the log above."
-        )
 
 
 def prepare_data(target: Path, rows_file: Path, data_dir: Path, max_length: int) -> None:
@@ -101,6 +83,7 @@ def train_argv(
         "--num-depths", str(hp.num_speculative_tokens),
         "--total-seq-len", str(hp.max_length),
         "--seed", str(hp.seed),
+        "--loss-fn", hp.loss,
         # The same layers hidden_states.py wrote (speculators' default fails below 8 layers).
         "--target-layer-ids", *[str(i) for i in aux_ids],
     ]  # fmt: skip
@@ -204,11 +187,8 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
     target = require_target(layout)
     start_from = layout.channel(HEAD_CHANNEL)
     start_from = start_from if (start_from / "config.json").is_file() else None
-    tokenizer = AutoTokenizer.from_pretrained(target)
-    split = rows.split(
-        tokenizer, layout.channel(TRAIN_CHANNEL), hp.max_length, hp.held_out_fraction, hp.seed
-    )
-    log(f"{len(split.train)} training rows, {len(split.held_out)} conversations held out")
+    train_dir = layout.channel(TRAIN_CHANNEL)
+    split = rows.split(train_dir, hp.held_out_fraction, hp.seed)
     work = layout.work_dir
     shutil.rmtree(work, ignore_errors=True)  # scratch: a restarted job prepares it again
     target_config = json.loads((target / "config.json").read_text())
@@ -219,8 +199,20 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
             start_from, target, hp.num_speculative_tokens, work / "start_head"
         )
         log(f"starting from the head in the eagle channel, as {start_from}")
+    if not split.train:
+        raise rows.no_rows(train_dir)
+    if hp.regenerate_max_tokens:
+        train_rows = regenerate.regenerate(
+            target, split.train, work / "regenerate", hp.regenerate_max_tokens, hp.max_length
+        )
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(target)
+        train_rows = rows.tokenized(tokenizer, split.train, hp.max_length)
+    if not train_rows:
+        raise rows.no_rows(train_dir)
+    log(f"{len(train_rows)} training rows, {len(split.held_out)} conversations held out")
     data_dir = work / "data"
-    prepare_data(target, rows.write_rows(split.train, work / "rows.jsonl"), data_dir, hp.max_length)
+    prepare_data(target, rows.write_rows(train_rows, work / "rows.jsonl"), data_dir, hp.max_length)
     written = hidden_states.extract(target, data_dir, data_dir / "hidden_states", aux_ids)
     log(f"hidden states for {written} rows")
     save_dir = layout.checkpoints / "speculators"
@@ -233,7 +225,7 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
         target, layout.model_dir, hp.num_speculative_tokens, prompts, work
     )
     report = Report(
-        len(split.train),
+        len(train_rows),
         len(split.held_out),
         hp.num_speculative_tokens,
         hp.epochs,

@@ -78,24 +78,30 @@ def is_held_out(messages: list[dict[str, Any]], fraction: float, seed: int) -> b
 
 @dataclass(frozen=True)
 class Split:
-    train: list[Row]
-    held_out: list[list[dict[str, Any]]]  # conversations, their prompts measure acceptance
+    train: list[list[dict[str, Any]]]  # conversations to learn from
+    held_out: list[list[dict[str, Any]]]  # conversations whose prompts measure acceptance
 
 
-def split(tokenizer: Any, train_dir: Path, max_length: int, fraction: float, seed: int) -> Split:
-    train: list[Row] = []
+def split(train_dir: Path, fraction: float, seed: int) -> Split:
+    train: list[list[dict[str, Any]]] = []
     held_out: list[list[dict[str, Any]]] = []
     for messages in conversations(train_dir):
-        if is_held_out(messages, fraction, seed):
-            held_out.append(messages)
-        else:
-            train.extend(rows_of(tokenizer, messages, max_length))
-    if not train:
-        raise ContractError(
-            f"the train channel ({train_dir}) gave no conversation with an assistant answer "
-            "to learn from; export captured traffic that has answers."
-        )
+        (held_out if is_held_out(messages, fraction, seed) else train).append(messages)
     return Split(train, held_out)
+
+
+def tokenized(
+    tokenizer: Any, conversations: list[list[dict[str, Any]]], max_length: int
+) -> list[Row]:
+    """Rows of the conversations' own answers."""
+    return [row for messages in conversations for row in rows_of(tokenizer, messages, max_length)]
+
+
+def no_rows(train_dir: Path) -> ContractError:
+    return ContractError(
+        f"the train channel ({train_dir}) gave no conversation with an assistant answer "
+        "to learn from; export captured traffic that has answers."
+    )
 
 
 def write_rows(rows: list[Row], path: Path) -> Path:

@@ -9,8 +9,9 @@ P-EAGLE format, with speculators' own classes:
 - the mask token (`ptd_token_id`, `mask_token_id` or `pard_token`) becomes `mask_token_id`;
 - `mask_hidden` [1, n_aux x H] becomes [1, 1, n_aux x H];
 - a draft vocabulary's `d2t` gets speculators' `t2d` beside it;
-- a head without its own `embed_tokens` (vLLM then shares the target's) gets the target's, which
-  speculators' P-EAGLE trains from there.
+- a head without its own `embed_tokens` (vLLM then shares the target's) gets the target's, and
+  keeps them as they are (speculators' P-EAGLE would otherwise train them): the head learned
+  its other weights around the target's embedding.
 
 The trained K becomes the head's proposal length, and the auxiliary layers stay the head's:
 the job extracts the target's hidden states at those layers.
@@ -134,12 +135,14 @@ def convert(head: Path, target: Path, k: int, out: Path) -> Path:
             "head, or leave the channel empty."
         )
     draft_vocab = int(config.get("draft_vocab_size") or config.get("vocab_size"))
+    weights = vllm_weights(head, int(target_config["vocab_size"]))
     speculator_config = PEagleSpeculatorConfig(
         transformer_layer_config=transformer_config(config, target_config),
         draft_vocab_size=draft_vocab,
         target_hidden_size=target_hidden,
         eagle_aux_hidden_state_layer_ids=config.get("eagle_aux_hidden_state_layer_ids"),
         mask_token_id=mask_token_id(config, head),
+        embed_requires_grad="embed_tokens.weight" in weights,
         **{flag: bool(config.get(flag, False)) for flag in NORM_FLAGS},
         speculators_config=SpeculatorsConfig(
             algorithm="peagle",
@@ -149,7 +152,6 @@ def convert(head: Path, target: Path, k: int, out: Path) -> Path:
         ),
     )
     model = PEagleDraftModel(speculator_config)
-    weights = vllm_weights(head, int(target_config["vocab_size"]))
     own_embedding = "embed_tokens.weight" in weights
     if not own_embedding:
         model.load_verifier_weights()  # the target's embedding, as vLLM shares it

@@ -11,6 +11,9 @@ from bench.commands.common import add_local_command, drafter_of
 from bench.configuration import parse_configuration
 from image_build.build import CPU_TRAINING_IMAGE
 
+# The job continues the demo head (the eagle channel) on the captured prose.
+EPOCHS = 10
+LEARNING_RATE = "0.0001"
 HELP = (
     "the training image run as SageMaker Training runs it on a captured prose workload, "
     "and its head side by side with the demo head and the project's fine-tune"
@@ -21,7 +24,10 @@ def add_parser(commands: Any) -> None:
     parser = add_local_command(commands, "train-head", command, HELP)
     parser.set_defaults(config="peagle:7", out_dir=Path("build/train-head"))
     parser.add_argument("--image", default=CPU_TRAINING_IMAGE, help="(%(default)s)")
-    parser.add_argument("--epochs", type=int, default=40, help="the job's epochs (%(default)s)")
+    parser.add_argument("--epochs", type=int, default=EPOCHS, help="the job's epochs (%(default)s)")
+    parser.add_argument(
+        "--learning-rate", default=LEARNING_RATE, help="the job's learning rate (%(default)s)"
+    )
     parser.add_argument(
         "--code-prompts", type=int, default=32, help="HumanEval prompts in the comparison"
     )
@@ -41,7 +47,7 @@ def command(args: argparse.Namespace) -> int:
         args.out_dir.absolute(),
         ensure_engine(),
         args.image,
-        args.epochs,
+        {"epochs": str(args.epochs), "learning_rate": args.learning_rate, "held_out_prompts": "16"},
         args.code_prompts,
     )
     (args.out_dir / "train-head.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -20,8 +20,17 @@ from training.hidden_states import aux_layer_ids
 
 
 def test_hyperparameters_are_read_as_sagemaker_writes_them() -> None:
-    parsed = Hyperparameters.parse({"epochs": "3", "learning_rate": "0.001", "seed": 7})
+    parsed = Hyperparameters.parse(
+        {
+            "epochs": "3",
+            "learning_rate": "0.001",
+            "seed": 7,
+            "loss": " ce ",
+            "regenerate_max_tokens": "512",
+        }
+    )
     assert (parsed.epochs, parsed.learning_rate, parsed.seed) == (3, 0.001, 7)
+    assert (parsed.loss, parsed.regenerate_max_tokens) == ("ce", 512)
     assert parsed.num_speculative_tokens == Hyperparameters().num_speculative_tokens
 
 
@@ -32,6 +41,7 @@ def test_hyperparameters_are_read_as_sagemaker_writes_them() -> None:
         ({"epochs": "three"}, "hyperparameter epochs='three' is not a whole number"),
         ({"num_speculative_tokens": "0"}, "num_speculative_tokens='0' is outside 1..32"),
         ({"held_out_fraction": "0.9"}, "held_out_fraction='0.9' is outside 0.01..0.5"),
+        ({"loss": "mse"}, "loss='mse' is not one of kl_div, rkl, jsd, ce, tv, nla, lk_hybrid"),
     ],
 )
 def test_bad_hyperparameters_are_named(given, message) -> None:

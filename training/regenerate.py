@@ -1,0 +1,118 @@
+"""On-policy answers (hyperparameter `regenerate_max_tokens` > 0): the target itself answers
+each training conversation's user turns, through speculators' `regenerate-responses` against
+a vLLM server the job starts on loopback for the purpose.
+
+A head learns to predict what its target would say. Traffic captured from the endpoint already
+is that; conversations written by people or another model are not, and a head trained on them
+learns the wrong distribution (and a head continued on them forgets what it knew). The rows
+come back as speculators writes them: the prompt's and the answer's token ids, the loss on
+the answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from training import cpu_shims
+from training.rows import Row
+
+SERVER_START_SECONDS = 900  # a large target loads for minutes
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def server_argv(target: Path, port: int) -> list[str]:
+    argv = [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+        "--model", str(target), "--host", "127.0.0.1", "--port", str(port),
+    ]  # fmt: skip
+    if cpu_shims.needed():
+        for name, value in cpu_shims.vllm_settings().items():
+            flag = "--" + name.replace("_", "-")
+            argv += [flag] if value is True else [flag, str(value)]
+    return argv
+
+
+def healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=2) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def vllm_server(target: Path, log: Path) -> Iterator[str]:
+    """vLLM's OpenAI server for `target` on a free loopback port; its chat URL."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with log.open("w") as output:
+        server = subprocess.Popen(server_argv(target, port), stdout=output, stderr=output)
+    try:
+        deadline = time.monotonic() + SERVER_START_SECONDS
+        while not healthy(url):
+            if server.poll() is not None or time.monotonic() > deadline:
+                tail = log.read_text()[-3000:]
+                raise RuntimeError(
+                    "vLLM could not serve the target to regenerate the answers; "
+                    f"its log ends:\n{tail}"
+                )
+            time.sleep(1)
+        yield url + "/v1/chat/completions"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def regenerate(
+    target: Path,
+    conversations: list[list[dict[str, Any]]],
+    work: Path,
+    max_tokens: int,
+    max_length: int,
+) -> list[Row]:
+    """The conversations' user turns answered again by the target, greedy, as rows."""
+    from training.steps import run_step
+
+    work.mkdir(parents=True, exist_ok=True)
+    given = work / "conversations.jsonl"
+    lines = [json.dumps({"messages": messages}) + "\n" for messages in conversations]
+    given.write_text("".join(lines))
+    answered = work / "regenerated.jsonl"
+    answered.unlink(missing_ok=True)
+    with vllm_server(target, work / "vllm.log") as endpoint:
+        run_step(
+            [
+                sys.executable, "-m", "speculators", "regenerate-responses",
+                "--endpoint", endpoint, "--model", str(target),
+                "--dataset", str(given), "--outfile", str(answered),
+                "--max-tokens", str(max_tokens),
+                "--sampling-params", json.dumps({"temperature": 0}),
+                "--concurrency", "8",
+            ],
+            "regenerate-responses",
+        )  # fmt: skip
+    rows = []
+    for line in answered.read_text().splitlines() if answered.is_file() else []:
+        record = json.loads(line)
+        ids, mask = record["input_ids"][:max_length], record["loss_mask"][:max_length]
+        if any(mask):
+            rows.append(Row(ids, mask))
+    return rows
