@@ -157,19 +157,28 @@ class Loop:
     tuning: dict
 
 
-def capture_and_finetune(configuration: Configuration, opt_ml: Path, out: Path) -> Loop:
+def capture_and_export(
+    configuration: Configuration, opt_ml: Path, out: Path, prompts: list[str]
+) -> tuple[Path, int]:
+    """`prompts` served with capture on and exported: the training set and its size."""
     from capture.export import Options, export
+
+    summary = export(
+        Options(inputs=(capture(configuration, opt_ml, out, prompts),), out_dir=out / "train")
+    )
+    print(summary.line(out / "train"), flush=True)
+    return out / "train" / "train.openai.jsonl", summary.written
+
+
+def capture_and_finetune(configuration: Configuration, opt_ml: Path, out: Path) -> Loop:
     from model_data_sources.finetune import finetune
 
     prompts = prose_prompts()
     captured, held_out = prompts[:CAPTURED_PROMPTS], prompts[CAPTURED_PROMPTS:]
-    capture_dir = capture(configuration, opt_ml, out, captured)
-    summary = export(Options(inputs=(capture_dir,), out_dir=out / "train"))
-    print(summary.line(out / "train"), flush=True)
-    training_set = out / "train" / "train.openai.jsonl"
+    training_set, written = capture_and_export(configuration, opt_ml, out, captured)
     tuned = out / "opt_ml"
     tuning = finetune(opt_ml, training_set, tuned)
-    return Loop(captured, held_out, training_set, summary.written, tuned, tuning)
+    return Loop(captured, held_out, training_set, written, tuned, tuning)
 
 
 def run_loop(configuration: Configuration, opt_ml: Path, out: Path, code_prompts: int) -> dict:

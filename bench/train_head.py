@@ -17,20 +17,44 @@ from pathlib import Path
 from typing import Any
 
 from bench.configuration import Configuration
-from bench.retrain import capture_and_finetune, compare, side_by_side_table, workloads_for
+from bench.retrain import (
+    capture_and_export,
+    capture_and_finetune,
+    compare,
+    side_by_side_table,
+    workloads_for,
+)
 from serving import paths
 
 
+def replay_set(configuration: Configuration, opt_ml: Path, out: Path) -> tuple[Path, int]:
+    """The demo head's own kind of traffic, captured and exported the same way: the code
+    prompts the fine-tune replays (its first 96 training prompts). A train channel that holds
+    only the new workload teaches the head to forget the old one."""
+    from model_data_sources.corpus import build_corpus
+    from model_data_sources.finetune import FinetuneRecipe
+    from model_data_sources.trained import SEED, Recipe
+
+    samples = build_corpus(SEED, Recipe().prompts).prompt_samples
+    prompts = [sample.prompt for sample in samples[: FinetuneRecipe().replay_prompts]]
+    return capture_and_export(configuration, opt_ml, out / "replay", prompts)
+
+
 def job_tree(
-    root: Path, target: Path, train: Path, head: Path, hyperparameters: dict[str, str]
+    root: Path,
+    target: Path,
+    train: dict[str, Path],
+    head: Path,
+    hyperparameters: dict[str, str],
 ) -> Path:
     """/opt/ml as SageMaker Training lays it out: the channels copied in (a container cannot
-    follow a link out of its mount)."""
+    follow a link out of its mount), each training set as `<name>.jsonl`."""
     shutil.rmtree(root, ignore_errors=True)
     data = root / "input" / "data"
     shutil.copytree(target, data / "target")
     data.joinpath("train").mkdir(parents=True)
-    shutil.copy2(train, data / "train" / train.name)
+    for name, path in train.items():
+        shutil.copy2(path, data / "train" / f"{name}.jsonl")
     shutil.copytree(head, data / "eagle")
     (root / "input" / "config").mkdir(parents=True)
     (root / "input" / "config" / "hyperparameters.json").write_text(json.dumps(hyperparameters))
@@ -74,11 +98,12 @@ def run_demo(
 ) -> dict[str, Any]:
     started = time.monotonic()
     loop = capture_and_finetune(configuration, opt_ml, out)
+    replay, replayed = replay_set(configuration, opt_ml, out)
     hyperparameters = {"num_speculative_tokens": str(configuration.k), **hyperparameters}
     job = job_tree(
         out / "job",
         paths.model_dir(opt_ml),
-        loop.training_set,
+        {"prose": loop.training_set, "replay": replay},
         paths.channel_dir(opt_ml),
         hyperparameters,
     )
@@ -96,6 +121,7 @@ def run_demo(
         "configuration": configuration.describe(),
         "captured_requests": len(loop.captured),
         "training_set": loop.written,
+        "replay_set": replayed,
         "fine_tune": loop.tuning,
         "hyperparameters": hyperparameters,
         "job_seconds": round(job_seconds, 1),

@@ -6,12 +6,15 @@ head (or the reason for a failure) comes out, and a second start resumes from th
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from harness.paths import QUICK_DEMO_ROOT
 from image_build.engine import ensure_engine
+from serving import paths
 from tests.support.training_jobs import code_chats, job_tree, write_hyperparameters
 
 
@@ -29,12 +32,22 @@ def run_job(docker: str, image: str, root: Path) -> subprocess.CompletedProcess:
 
 
 def test_the_training_image_writes_a_head_and_resumes(docker, training_image, tmp_path) -> None:
-    hyperparameters = {"epochs": "1", "num_speculative_tokens": "4", "held_out_prompts": "4"}
+    """The first start continues the quick head (the eagle channel, in vLLM's layout) on
+    answers the target gives again (a vLLM server on the container's loopback)."""
+    hyperparameters = {
+        "epochs": "1",
+        "num_speculative_tokens": "4",
+        "held_out_prompts": "4",
+        "regenerate_max_tokens": "32",
+    }
     root = job_tree(tmp_path, code_chats(48), hyperparameters, True)
+    shutil.copytree(paths.channel_dir(QUICK_DEMO_ROOT), root / "input" / "data" / "eagle")
 
     first = run_job(docker, training_image, root)
 
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert "starting from the head in the eagle channel" in first.stdout
+    assert "regenerate-responses: " in first.stdout
     config = json.loads((root / "model" / "config.json").read_text())
     assert config["speculators_model_type"] == "peagle"
     assert (root / "model" / "model.safetensors").stat().st_size > 0
