@@ -2,9 +2,11 @@
 demo target and a prose workload captured through the serving container, and the head it
 writes served next to the demo's own heads.
 
-The same capture and export feed both trainers: the project's fine-tune of the demo head
-(bench retrain) and the training image's job (speculators, from scratch). The three heads (the
-demo's, the fine-tune and the job's) then serve the held-out prose and HumanEval side by side.
+The same capture and export feed both trainers, and both start from the demo head: the
+project's fine-tune (bench retrain, which replays the head's own code prompts) and the
+training image's job (speculators, the demo head in its eagle channel, the same code prompts
+captured as a second training set). The three heads (the demo's, the fine-tune and the job's)
+then serve the held-out prose and HumanEval side by side.
 """
 
 from __future__ import annotations
