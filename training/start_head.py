@@ -152,6 +152,8 @@ def convert(head: Path, target: Path, k: int, out: Path) -> Path:
         ),
     )
     model = PEagleDraftModel(speculator_config)
+    if model.use_draft_vocab and "d2t" in weights:  # before the target's lm_head is cut by it
+        model.load_vocab_mappings(weights["t2d"], weights["d2t"].long())
     own_embedding = "embed_tokens.weight" in weights
     if not own_embedding:
         model.load_verifier_weights()  # the target's embedding, as vLLM shares it
