@@ -24,6 +24,7 @@ from typing import Any
 
 from training import cpu_shims
 from training.rows import Row
+from training.steps import run_step
 
 SERVER_START_SECONDS = 900  # a large target loads for minutes
 
@@ -89,8 +90,6 @@ def regenerate(
     max_length: int,
 ) -> list[Row]:
     """The conversations' user turns answered again by the target, greedy, as rows."""
-    from training.steps import run_step
-
     work.mkdir(parents=True, exist_ok=True)
     given = work / "conversations.jsonl"
     lines = [json.dumps({"messages": messages}) + "\n" for messages in conversations]

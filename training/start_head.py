@@ -136,13 +136,14 @@ def convert(head: Path, target: Path, k: int, out: Path) -> Path:
         )
     draft_vocab = int(config.get("draft_vocab_size") or config.get("vocab_size"))
     weights = vllm_weights(head, int(target_config["vocab_size"]))
+    own_embedding = "embed_tokens.weight" in weights
     speculator_config = PEagleSpeculatorConfig(
         transformer_layer_config=transformer_config(config, target_config),
         draft_vocab_size=draft_vocab,
         target_hidden_size=target_hidden,
         eagle_aux_hidden_state_layer_ids=config.get("eagle_aux_hidden_state_layer_ids"),
         mask_token_id=mask_token_id(config, head),
-        embed_requires_grad="embed_tokens.weight" in weights,
+        embed_requires_grad=own_embedding,
         **{flag: bool(config.get(flag, False)) for flag in NORM_FLAGS},
         speculators_config=SpeculatorsConfig(
             algorithm="peagle",
@@ -154,7 +155,6 @@ def convert(head: Path, target: Path, k: int, out: Path) -> Path:
     model = PEagleDraftModel(speculator_config)
     if model.use_draft_vocab and "d2t" in weights:  # before the target's lm_head is cut by it
         model.load_vocab_mappings(weights["t2d"], weights["d2t"].long())
-    own_embedding = "embed_tokens.weight" in weights
     if not own_embedding:
         model.load_verifier_weights()  # the target's embedding, as vLLM shares it
     missing, unexpected = model.load_state_dict(weights, strict=False)
