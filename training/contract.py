@@ -21,6 +21,9 @@ DEFAULT_ROOT = Path("/opt/ml")
 TARGET_CHANNEL = "target"  # the HF checkpoint the head drafts for
 TRAIN_CHANNEL = "train"  # capture export's JSONL (train.openai.jsonl)
 HEAD_CHANNEL = "eagle"  # optional: a head to start from
+# A head folder, as vLLM and speculators read it.
+HEAD_CONFIG = "config.json"
+HEAD_WEIGHTS = "model.safetensors"
 
 
 class ContractError(Exception):
@@ -77,6 +80,9 @@ class Hyperparameters:
     # speculators' --loss-fn: kl_div (its default) matches the target's whole distribution;
     # ce learns the target's greedy token, which is what greedy decoding accepts.
     loss: str = "kl_div"
+    # With a head in the eagle channel: the share of its weights the written head keeps
+    # (keep_start.py); 0 writes the trained head as it is.
+    keep_start_head: float = 0.0
     seed: int = 0
 
     LIMITS = {
@@ -88,6 +94,7 @@ class Hyperparameters:
         "held_out_fraction": (0.01, 0.5),
         "held_out_prompts": (0, 10000),
         "regenerate_max_tokens": (0, 131072),
+        "keep_start_head": (0.0, 0.95),
         "seed": (0, 2**31 - 1),
     }
     CHOICES = {"loss": ("kl_div", "rkl", "jsd", "ce", "tv", "nla", "lk_hybrid")}

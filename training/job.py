@@ -6,8 +6,9 @@
 3. speculators train --speculator-type peagle, saving to /opt/ml/checkpoints (a spot job that
    starts again resumes from there).
 4. The best checkpoint goes to /opt/ml/model as vLLM loads it, with a verifier path that
-   means something on an endpoint, and the container's own preflight checks it against the
-   target at the trained K.
+   means something on an endpoint, keeping a share of the start head when asked
+   (keep_start.py), and the container's own preflight checks it against the target at the
+   trained K.
 5. A report next to the head, and the figures as log lines for MetricDefinitions.
 """
 
@@ -22,9 +23,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from training import cpu_shims, hidden_states, regenerate, rows, start_head
+from training import cpu_shims, hidden_states, keep_start, regenerate, rows, start_head
 from training.contract import (
     HEAD_CHANNEL,
+    HEAD_CONFIG,
+    HEAD_WEIGHTS,
     TARGET_CHANNEL,
     TRAIN_CHANNEL,
     ContractError,
@@ -36,7 +39,7 @@ from training.steps import log, metric, run_step
 # Where the head's verifier is on an endpoint: the target's mount in the serving container.
 SERVED_TARGET = "/opt/ml/model"
 REPORT_FILE = "training-report.json"
-HEAD_FILES = ("config.json", "model.safetensors")
+HEAD_FILES = (HEAD_CONFIG, HEAD_WEIGHTS)
 
 
 def require_target(layout: Layout) -> Path:
@@ -118,9 +121,9 @@ def export_head(checkpoint: Path, model_dir: Path, verifier: str) -> dict[str, A
     model_dir.mkdir(parents=True, exist_ok=True)
     for name in HEAD_FILES:
         shutil.copy2(checkpoint / name, model_dir / name)
-    config = json.loads((model_dir / "config.json").read_text())
+    config = json.loads((model_dir / HEAD_CONFIG).read_text())
     config["speculators_config"]["verifier"]["name_or_path"] = verifier
-    (model_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    (model_dir / HEAD_CONFIG).write_text(json.dumps(config, indent=2) + "\n")
     metrics_file = checkpoint / "val_metrics.json"
     return json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
 
@@ -175,6 +178,7 @@ class Report:
     held_out_conversations: int
     num_speculative_tokens: int
     epochs: int
+    keep_start_head: float
     seconds: float
     validation: dict[str, Any]
     held_out: dict[str, Any] | None
@@ -186,7 +190,13 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
     started = time.monotonic()
     target = require_target(layout)
     start_from = layout.channel(HEAD_CHANNEL)
-    start_from = start_from if (start_from / "config.json").is_file() else None
+    start_from = start_from if (start_from / HEAD_CONFIG).is_file() else None
+    if hp.keep_start_head and start_from is None:
+        raise ContractError(
+            f"hyperparameter keep_start_head={hp.keep_start_head:g} keeps a share of the head "
+            f"the job starts from, and the {HEAD_CHANNEL} channel has none; give the channel "
+            "that head, or leave keep_start_head out."
+        )
     train_dir = layout.channel(TRAIN_CHANNEL)
     split = rows.split(train_dir, hp.held_out_fraction, hp.seed)
     work = layout.work_dir
@@ -219,6 +229,9 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
     run_step(train_argv(target, aux_ids, data_dir, save_dir, start_from, hp), "train")
     verifier = target_config.get("_name_or_path") or SERVED_TARGET
     validation = export_head(best_checkpoint(save_dir), layout.model_dir, verifier)
+    if start_from is not None and hp.keep_start_head:
+        mixed = keep_start.mix(layout.model_dir, start_from, hp.keep_start_head)
+        log(f"kept {hp.keep_start_head:g} of the start head in {mixed} tensors of the head")
     check_head(target, layout.model_dir, hp.num_speculative_tokens)
     prompts = held_out_prompts(split.held_out, hp.held_out_prompts)
     held_out = measure_acceptance(
@@ -229,6 +242,7 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
         len(split.held_out),
         hp.num_speculative_tokens,
         hp.epochs,
+        hp.keep_start_head,
         round(time.monotonic() - started, 1),
         validation,
         held_out,

@@ -24,20 +24,20 @@ from pathlib import Path
 from typing import Any
 
 from serving.preflight.vllm_facts import MASK_TOKEN_KEYS
-from training.contract import ContractError
+from training.contract import HEAD_CONFIG, HEAD_WEIGHTS, ContractError
 
-WEIGHTS_FILE = "model.safetensors"
 # vLLM's Eagle-3 flags that speculators' config carries under the same names.
 NORM_FLAGS = ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output")
 
 
 def read_config(head: Path) -> dict[str, Any]:
     try:
-        return json.loads((head / "config.json").read_text())
+        return json.loads((head / HEAD_CONFIG).read_text())
     except (OSError, ValueError) as error:
         raise ContractError(
-            f"the eagle channel's config.json ({head / 'config.json'}) cannot be read: {error}. "
-            "Give the channel a P-EAGLE head (config.json and model.safetensors) or leave it empty."
+            f"the eagle channel's {HEAD_CONFIG} ({head / HEAD_CONFIG}) cannot be read: {error}. "
+            f"Give the channel a P-EAGLE head ({HEAD_CONFIG} and {HEAD_WEIGHTS}) or leave it "
+            "empty."
         ) from None
 
 
@@ -100,7 +100,7 @@ def vllm_weights(head: Path, target_vocab: int) -> dict[str, Any]:
     from safetensors.torch import load_file
 
     weights = {}
-    for name, tensor in load_file(str(head / WEIGHTS_FILE)).items():
+    for name, tensor in load_file(str(head / HEAD_WEIGHTS)).items():
         name = name.removeprefix("model.")
         if name.startswith("midlayer."):  # the original EAGLE-3 release's single layer
             name = "layers.0." + name.removeprefix("midlayer.")

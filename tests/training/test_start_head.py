@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 import shutil
 
+import torch
+from safetensors.torch import load_file
+
 from harness.paths import QUICK_DEMO_ROOT
 from serving import paths
 from tests.support.training_jobs import code_chats, job_tree
@@ -57,15 +60,32 @@ def test_an_eagle3_head_without_a_mask_token_is_refused_with_the_reason(tmp_path
     assert not (root / "output" / "work" / "data").exists()  # refused before any work
 
 
-def test_the_job_continues_the_head_on_the_targets_own_answers(tmp_path) -> None:
-    """The train channel holds people's answers (the corpus's, not the target's); the job has
-    the target answer again (regenerate_max_tokens), learns from those rows, and continues
-    the head in the eagle channel: what the head knew is kept."""
+def test_keeping_a_share_of_the_start_head_needs_one(tmp_path) -> None:
+    root = job_tree(tmp_path / "job", code_chats(8), {"keep_start_head": "0.5"})
+
+    finished = train(root)
+
+    assert finished.returncode == 1
+    assert (
+        (root / "output" / "failure")
+        .read_text()
+        .startswith(
+            "hyperparameter keep_start_head=0.5 keeps a share of the head the job starts from, "
+            "and the eagle channel has none"
+        )
+    )
+    assert not (root / "output" / "work").exists()  # refused before any work
+
+
+def test_the_job_continues_the_head_and_keeps_the_share_of_it_asked_for(tmp_path) -> None:
+    """The job continues the head in the eagle channel; with keep_start_head the head it
+    writes is that share of the start head and the rest of the trained one, and it drafts
+    as well as the head it started from. (Regenerated answers: the training image test.)"""
     hyperparameters = {
         "epochs": "1",
         "num_speculative_tokens": str(K),
         "learning_rate": "0.0001",
-        "regenerate_max_tokens": "64",
+        "keep_start_head": "0.5",
         "held_out_fraction": "0.2",
         "held_out_prompts": "8",
     }
@@ -75,18 +95,29 @@ def test_the_job_continues_the_head_on_the_targets_own_answers(tmp_path) -> None
     finished = train(root)
 
     assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
-    assert "regenerate-responses: " in finished.stdout
     assert "starting from the head in the eagle channel" in finished.stdout
-    regenerated = (root / "output" / "work" / "regenerate" / "regenerated.jsonl").read_text()
     report = json.loads((root / "model" / "training-report.json").read_text())
-    assert report["train_rows"] == len(regenerated.splitlines()) > 0
+    assert report["keep_start_head"] == 0.5
+    # Every tensor that training moved is halfway between the start head and the trained one.
+    written = load_file(str(root / "model" / "model.safetensors"))
+    trained = load_file(
+        str(job.best_checkpoint(root / "checkpoints" / "speculators") / "model.safetensors")
+    )
+    start = load_file(str(root / "output" / "work" / "start_head" / "model.safetensors"))
+    moved = [name for name in trained if not torch.equal(trained[name], start[name])]
+    assert "fc.weight" in moved and "mask_hidden" in moved
+    for name in trained:
+        torch.testing.assert_close(written[name], (start[name] + trained[name]) / 2)
+    # vLLM accepts at least nine tenths as much from it as from the start head.
     continued = report["held_out"]
     prompts = [
         json.loads(line)
         for line in (root / "output" / "work" / "held_out_prompts.jsonl").read_text().splitlines()
     ]
-    start = job.measure_acceptance(
+    start_head_acceptance = job.measure_acceptance(
         paths.model_dir(QUICK_DEMO_ROOT), paths.channel_dir(QUICK_DEMO_ROOT), K, prompts, tmp_path
     )
-    assert continued["prompts"] == start["prompts"] == len(prompts) > 0
-    assert continued["mean_acceptance_length"] >= 0.9 * start["mean_acceptance_length"]
+    assert continued["prompts"] == start_head_acceptance["prompts"] == len(prompts) > 0
+    assert continued["mean_acceptance_length"] >= (
+        0.9 * start_head_acceptance["mean_acceptance_length"]
+    )

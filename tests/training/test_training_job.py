@@ -27,10 +27,12 @@ def test_hyperparameters_are_read_as_sagemaker_writes_them() -> None:
             "seed": 7,
             "loss": " ce ",
             "regenerate_max_tokens": "512",
+            "keep_start_head": "0.3",
         }
     )
     assert (parsed.epochs, parsed.learning_rate, parsed.seed) == (3, 0.001, 7)
     assert (parsed.loss, parsed.regenerate_max_tokens) == ("ce", 512)
+    assert parsed.keep_start_head == 0.3
     assert parsed.num_speculative_tokens == Hyperparameters().num_speculative_tokens
 
 
@@ -42,6 +44,7 @@ def test_hyperparameters_are_read_as_sagemaker_writes_them() -> None:
         ({"num_speculative_tokens": "0"}, "num_speculative_tokens='0' is outside 1..32"),
         ({"held_out_fraction": "0.9"}, "held_out_fraction='0.9' is outside 0.01..0.5"),
         ({"loss": "mse"}, "loss='mse' is not one of kl_div, rkl, jsd, ce, tv, nla, lk_hybrid"),
+        ({"keep_start_head": "1"}, "keep_start_head='1' is outside 0..0.95"),
     ],
 )
 def test_bad_hyperparameters_are_named(given, message) -> None:
