@@ -12,11 +12,12 @@ from bench.configuration import parse_configuration
 from image_build.build import CPU_TRAINING_IMAGE
 
 # The job continues the demo head (the eagle channel) on the captured prose and a replay of
-# the head's own code traffic, with the loss greedy decoding accepts by (docs/benchmarks.md
-# has the sweep these come from).
+# the head's own code traffic, with the loss greedy decoding accepts by, and keeps a share of
+# the demo head in the head it writes (docs/benchmarks.md has the sweep these come from).
 EPOCHS = 20
-LEARNING_RATE = "0.0003"
+LEARNING_RATE = "0.0006"
 LOSS = "ce"
+KEEP_START_HEAD = "0.3"
 HELP = (
     "the training image run as SageMaker Training runs it on a captured prose workload, "
     "and its head side by side with the demo head and the project's fine-tune"
@@ -32,6 +33,11 @@ def add_parser(commands: Any) -> None:
         "--learning-rate", default=LEARNING_RATE, help="the job's learning rate (%(default)s)"
     )
     parser.add_argument("--loss", default=LOSS, help="the job's loss (%(default)s)")
+    parser.add_argument(
+        "--keep-start-head",
+        default=KEEP_START_HEAD,
+        help="the share of the demo head the job's head keeps (%(default)s)",
+    )
     parser.add_argument(
         "--code-prompts", type=int, default=32, help="HumanEval prompts in the comparison"
     )
@@ -55,6 +61,7 @@ def command(args: argparse.Namespace) -> int:
             "epochs": str(args.epochs),
             "learning_rate": args.learning_rate,
             "loss": args.loss,
+            "keep_start_head": args.keep_start_head,
             "held_out_prompts": "16",
         },
         args.code_prompts,
