@@ -5,10 +5,11 @@
 2. speculators prepare-data packs them; hidden_states.py writes the target's hidden states.
 3. speculators train --speculator-type peagle, saving to /opt/ml/checkpoints (a spot job that
    starts again resumes from there).
-4. The best checkpoint goes to /opt/ml/model as vLLM loads it, with a verifier path that
-   means something on an endpoint, keeping a share of the start head when asked
-   (keep_start.py), and the container's own preflight checks it against the target at the
-   trained K.
+4. The checkpoint with the lowest validation loss, and the last one if it is another, are
+   each written as vLLM loads them, with a verifier path that means something on an endpoint,
+   keeping a share of the start head when asked (keep_start.py); the container's own
+   preflight checks each against the target at the trained K, and vLLM measures each on the
+   held-out prompts. The one that drafts best goes to /opt/ml/model.
 5. A report next to the head, and the figures as log lines for MetricDefinitions.
 """
 
@@ -104,16 +105,16 @@ def train_argv(
     return argv
 
 
-def best_checkpoint(save_dir: Path) -> Path:
+def checkpoints_to_try(save_dir: Path) -> list[Path]:
+    """speculators' checkpoint with the lowest validation loss, and the last one if it is
+    another: teacher-forced loss is not acceptance (the held-out check chooses)."""
+    epochs = sorted((p for p in save_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    if not epochs:
+        raise RuntimeError(f"training wrote no checkpoint under {save_dir}")
+    last = epochs[-1].resolve()
     best = save_dir / "checkpoint_best"
-    if not best.exists():
-        epochs = sorted(
-            (p for p in save_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)
-        )
-        if not epochs:
-            raise RuntimeError(f"training wrote no checkpoint under {save_dir}")
-        best = epochs[-1]
-    return best.resolve()
+    best = best.resolve() if best.exists() else last
+    return [best] if best == last else [best, last]
 
 
 def export_head(checkpoint: Path, model_dir: Path, verifier: str) -> dict[str, Any]:
@@ -182,6 +183,43 @@ class Report:
     seconds: float
     validation: dict[str, Any]
     held_out: dict[str, Any] | None
+    checkpoint: str  # the epoch written
+    # Each epoch tried, and its held-out acceptance length.
+    tried: dict[str, float | None]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    checkpoint: Path
+    head: Path
+    validation: dict[str, Any]
+    held_out: dict[str, Any] | None
+
+    @property
+    def acceptance(self) -> float:
+        figure = (self.held_out or {}).get("mean_acceptance_length")
+        return -1.0 if figure is None else float(figure)
+
+
+def try_checkpoint(
+    checkpoint: Path,
+    target: Path,
+    start_from: Path | None,
+    verifier: str,
+    prompts: list[list[dict]],
+    hp: Hyperparameters,
+    work: Path,
+) -> Candidate:
+    """The checkpoint as the head it would be written: exported, mixed with the start head
+    when asked, checked by preflight, and measured on the held-out prompts."""
+    head = work / "heads" / checkpoint.name
+    validation = export_head(checkpoint, head, verifier)
+    if start_from is not None and hp.keep_start_head:
+        mixed = keep_start.mix(head, start_from, hp.keep_start_head)
+        log(f"kept {hp.keep_start_head:g} of the start head in {mixed} tensors of the head")
+    check_head(target, head, hp.num_speculative_tokens)
+    held_out = measure_acceptance(target, head, hp.num_speculative_tokens, prompts, work)
+    return Candidate(checkpoint, head, validation, held_out)
 
 
 def run(layout: Layout, hp: Hyperparameters) -> Report:
@@ -228,15 +266,22 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
     save_dir = layout.checkpoints / "speculators"
     run_step(train_argv(target, aux_ids, data_dir, save_dir, start_from, hp), "train")
     verifier = target_config.get("_name_or_path") or SERVED_TARGET
-    validation = export_head(best_checkpoint(save_dir), layout.model_dir, verifier)
-    if start_from is not None and hp.keep_start_head:
-        mixed = keep_start.mix(layout.model_dir, start_from, hp.keep_start_head)
-        log(f"kept {hp.keep_start_head:g} of the start head in {mixed} tensors of the head")
-    check_head(target, layout.model_dir, hp.num_speculative_tokens)
     prompts = held_out_prompts(split.held_out, hp.held_out_prompts)
-    held_out = measure_acceptance(
-        target, layout.model_dir, hp.num_speculative_tokens, prompts, work
-    )
+    tried = [
+        try_checkpoint(checkpoint, target, start_from, verifier, prompts, hp, work)
+        for checkpoint in checkpoints_to_try(save_dir)[: None if prompts else 1]
+    ]
+    chosen = max(tried, key=lambda candidate: candidate.acceptance)  # the first of equals
+    if len(tried) > 1:
+        log(
+            "held-out acceptance by epoch: "
+            + ", ".join(f"{c.checkpoint.name} {c.acceptance:.3f}" for c in tried)
+            + f"; writing epoch {chosen.checkpoint.name}"
+        )
+    layout.model_dir.mkdir(parents=True, exist_ok=True)
+    for name in HEAD_FILES:
+        shutil.copy2(chosen.head / name, layout.model_dir / name)
+    validation, held_out = chosen.validation, chosen.held_out
     report = Report(
         len(train_rows),
         len(split.held_out),
@@ -246,6 +291,8 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
         round(time.monotonic() - started, 1),
         validation,
         held_out,
+        chosen.checkpoint.name,
+        {c.checkpoint.name: c.held_out and c.held_out["mean_acceptance_length"] for c in tried},
     )
     (layout.model_dir / REPORT_FILE).write_text(json.dumps(asdict(report), indent=2) + "\n")
     for name, value in validation.items():

@@ -101,7 +101,7 @@ def test_the_job_continues_the_head_and_keeps_the_share_of_it_asked_for(tmp_path
     # Every tensor that training moved is halfway between the start head and the trained one.
     written = load_file(str(root / "model" / "model.safetensors"))
     trained = load_file(
-        str(job.best_checkpoint(root / "checkpoints" / "speculators") / "model.safetensors")
+        str(root / "checkpoints" / "speculators" / report["checkpoint"] / "model.safetensors")
     )
     start = load_file(str(root / "output" / "work" / "start_head" / "model.safetensors"))
     moved = [name for name in trained if not torch.equal(trained[name], start[name])]
