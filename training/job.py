@@ -117,11 +117,15 @@ def checkpoints_to_try(save_dir: Path) -> list[Path]:
     return [best] if best == last else [best, last]
 
 
+def copy_head(source: Path, destination: Path) -> None:
+    destination.mkdir(parents=True, exist_ok=True)
+    for name in HEAD_FILES:
+        shutil.copy2(source / name, destination / name)
+
+
 def export_head(checkpoint: Path, model_dir: Path, verifier: str) -> dict[str, Any]:
     """The head as vLLM loads it: config.json (verifier made portable) and the weights."""
-    model_dir.mkdir(parents=True, exist_ok=True)
-    for name in HEAD_FILES:
-        shutil.copy2(checkpoint / name, model_dir / name)
+    copy_head(checkpoint, model_dir)
     config = json.loads((model_dir / HEAD_CONFIG).read_text())
     config["speculators_config"]["verifier"]["name_or_path"] = verifier
     (model_dir / HEAD_CONFIG).write_text(json.dumps(config, indent=2) + "\n")
@@ -278,9 +282,7 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
             + ", ".join(f"{c.checkpoint.name} {c.acceptance:.3f}" for c in tried)
             + f"; writing epoch {chosen.checkpoint.name}"
         )
-    layout.model_dir.mkdir(parents=True, exist_ok=True)
-    for name in HEAD_FILES:
-        shutil.copy2(chosen.head / name, layout.model_dir / name)
+    copy_head(chosen.head, layout.model_dir)
     validation, held_out = chosen.validation, chosen.held_out
     report = Report(
         len(train_rows),
