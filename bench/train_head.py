@@ -5,8 +5,8 @@ writes served next to the demo's own heads.
 The same capture and export feed both trainers, and both start from the demo head: the
 project's fine-tune (bench retrain, which replays the head's own code prompts) and the
 training image's job (speculators, the demo head in its eagle channel, the same code prompts
-captured as a second training set). The three heads (the demo's, the fine-tune and the job's)
-then serve the held-out prose and HumanEval side by side.
+captured and exported into its replay channel). The three heads (the demo's, the fine-tune
+and the job's) then serve the held-out prose and HumanEval side by side.
 """
 
 from __future__ import annotations
@@ -45,18 +45,18 @@ def replay_set(configuration: Configuration, opt_ml: Path, out: Path) -> tuple[P
 def job_tree(
     root: Path,
     target: Path,
-    train: dict[str, Path],
+    channels: dict[str, Path],
     head: Path,
     hyperparameters: dict[str, str],
 ) -> Path:
     """/opt/ml as SageMaker Training lays it out: the channels copied in (a container cannot
-    follow a link out of its mount), each training set as `<name>.jsonl`."""
+    follow a link out of its mount), each training set as `<channel>/train.openai.jsonl`."""
     shutil.rmtree(root, ignore_errors=True)
     data = root / "input" / "data"
     shutil.copytree(target, data / "target")
-    data.joinpath("train").mkdir(parents=True)
-    for name, path in train.items():
-        shutil.copy2(path, data / "train" / f"{name}.jsonl")
+    for name, path in channels.items():
+        data.joinpath(name).mkdir(parents=True)
+        shutil.copy2(path, data / name / "train.openai.jsonl")
     shutil.copytree(head, data / "eagle")
     (root / "input" / "config").mkdir(parents=True)
     (root / "input" / "config" / "hyperparameters.json").write_text(json.dumps(hyperparameters))
@@ -105,7 +105,7 @@ def run_demo(
     job = job_tree(
         out / "job",
         paths.model_dir(opt_ml),
-        {"prose": loop.training_set, "replay": replay},
+        {"train": loop.training_set, "replay": replay},
         paths.channel_dir(opt_ml),
         hyperparameters,
     )

@@ -217,6 +217,7 @@ def parser() -> argparse.ArgumentParser:
         ("target", "the target's HF checkpoint"),
         ("train", "capture export's JSONL"),
         ("head", "a head to start from (optional)"),
+        ("replay", "conversations of the traffic that head drafts, to keep (optional)"),
     ):
         data.add_argument(f"--{stem}-uri", help=f"s3://... of {what}")
         data.add_argument(f"--{stem}-dir", type=Path, help=f"local folder of {what}")

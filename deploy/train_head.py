@@ -19,7 +19,8 @@ from deploy.waiting import Clock
 from training.contract import ContractError, Hyperparameters
 
 # (option stem, channel and S3 folder name)
-SOURCES = (("target", "target"), ("train", "train"), ("head", "eagle"))
+SOURCES = (("target", "target"), ("train", "train"), ("head", "eagle"), ("replay", "replay"))
+OPTIONAL = ("head", "replay")
 
 
 def hyperparameters_of(args: argparse.Namespace, problems: list[str]) -> dict[str, str]:
@@ -58,7 +59,7 @@ def source_of(
         return base.child(folder), directory
     if uri:
         return inputs.checked_prefix(f"--{stem}-uri", uri, problems), None
-    if stem != "head":
+    if stem not in OPTIONAL:
         problems.append(f"train-head needs --{stem}-uri s3://... or --{stem}-dir PATH.")
     return None, None
 
@@ -112,6 +113,7 @@ def plan_of(
         target=prefixes["target"],
         train=prefixes["train"],
         head=prefixes["head"],
+        replay=prefixes["replay"],
         output=output,
         instance_type=args.instance_type,
         instance_count=args.instance_count,

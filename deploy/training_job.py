@@ -1,10 +1,11 @@
 """`train-head`: a P-EAGLE head for your own target, trained as a SageMaker training job.
 
 The job runs the training image (the Dockerfile's `training` target) with `train`, the channels
-`target` (the HF checkpoint), `train` (capture export's JSONL) and optionally `eagle` (a head
-to start from). Its output is uncompressed, so OUTPUT/JOB/output/model/ is the head as vLLM
-loads it: the --head-uri that `deploy` takes. With --spot, checkpoints go to
-OUTPUT/JOB/checkpoints/ and an interrupted job resumes from them.
+`target` (the HF checkpoint), `train` (capture export's JSONL), and optionally `eagle` (a head
+to start from) and `replay` (conversations of the traffic that head drafts, to keep). Its
+output is uncompressed, so OUTPUT/JOB/output/model/ is the head as vLLM loads it: the
+--head-uri that `deploy` takes. With --spot, checkpoints go to OUTPUT/JOB/checkpoints/ and an
+interrupted job resumes from them.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ METRIC_DEFINITIONS = [
         "Name": "held_out:acceptance_length",
         "Regex": r"peagle_held_out_acceptance_length=([0-9.eE+-]+)",
     },
+    {
+        "Name": "replay:acceptance_length",
+        "Regex": r"peagle_replay_acceptance_length=([0-9.eE+-]+)",
+    },
 ]
 DONE = frozenset({"Completed", "Failed", "Stopped"})
 
@@ -49,6 +54,7 @@ class TrainingPlan:
     instance_type: str
     volume_gb: int
     head: S3Prefix | None = None
+    replay: S3Prefix | None = None
     instance_count: int = 1
     spot: bool = False
     max_seconds: int = int(DEFAULT_MAX_HOURS * 3600)
@@ -82,6 +88,8 @@ def create_training_job(plan: TrainingPlan) -> Call:
     channels = [channel("target", plan.target), channel("train", plan.train)]
     if plan.head is not None:
         channels.append(channel("eagle", plan.head))
+    if plan.replay is not None:
+        channels.append(channel("replay", plan.replay))
     stopping: dict[str, int] = {"MaxRuntimeInSeconds": plan.max_seconds}
     params: dict[str, Any] = {
         "TrainingJobName": plan.job_name,

@@ -1,15 +1,19 @@
-"""Held-out acceptance of a freshly trained head: vLLM itself drafting with it (P-EAGLE at
-the trained K) on the held-out conversations' prompts, greedy, and its own counters read back.
-This is what an endpoint will see, measured before the head leaves the job.
+"""Held-out acceptance of a head: vLLM itself drafting with it (P-EAGLE at the trained K) on
+held-out conversations' prompts, greedy, and its own counters read back. This is what an
+endpoint will see, measured before the head leaves the job. Each named set of prompts (the
+train channel's, the replay channel's) is measured on its own, in one vLLM process.
 
-    python -m training.acceptance TARGET HEAD K PROMPTS.jsonl  -> one JSON line on stdout
+    python -m training.acceptance TARGET HEAD K NAME=PROMPTS.jsonl ...
+        -> one line on stdout: ACCEPTANCE {"NAME": {...}, ...}
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from itertools import zip_longest
 from pathlib import Path
+from typing import Any
 
 from serving.metrics import ACCEPTED, ACCEPTED_PER_POSITION, DRAFTS
 from training import cpu_shims
@@ -17,7 +21,30 @@ from training import cpu_shims
 MAX_TOKENS = 64
 
 
-def measure(target: Path, head: Path, k: int, prompts: list[list[dict]]) -> dict:
+def counters(llm: Any) -> tuple[float, float, list[float]]:
+    """vLLM's running totals: drafts, accepted tokens, accepted tokens by position."""
+    totals: dict[str, float] = {}
+    by_position: list[float] = []
+    for metric in llm.get_metrics():
+        if metric.name in (DRAFTS, ACCEPTED):
+            totals[metric.name] = totals.get(metric.name, 0) + metric.value
+        elif metric.name == ACCEPTED_PER_POSITION:
+            by_position = [float(value) for value in metric.values]
+    return totals.get(DRAFTS, 0.0), totals.get(ACCEPTED, 0.0), by_position
+
+
+def figures(prompts: int, drafts: float, accepted: float, by_position: list[float]) -> dict:
+    return {
+        "prompts": prompts,
+        "drafts": drafts,
+        "mean_acceptance_length": 1 + accepted / drafts if drafts else None,
+        "acceptance_by_position": [value / drafts for value in by_position] if drafts else [],
+    }
+
+
+def measure(
+    target: Path, head: Path, k: int, prompt_sets: dict[str, list[list[dict]]]
+) -> dict[str, dict]:
     from vllm import LLM, SamplingParams
 
     llm = LLM(
@@ -31,24 +58,29 @@ def measure(target: Path, head: Path, k: int, prompts: list[list[dict]]) -> dict
         disable_log_stats=False,  # the counters read back below
         **(cpu_shims.vllm_settings() if cpu_shims.needed() else {}),
     )
-    llm.chat(prompts, SamplingParams(temperature=0, max_tokens=MAX_TOKENS), use_tqdm=False)
-    totals: dict[str, float] = {}
-    by_position: list[float] = []
-    for metric in llm.get_metrics():
-        if metric.name in (DRAFTS, ACCEPTED):
-            totals[metric.name] = totals.get(metric.name, 0) + metric.value
-        elif metric.name == ACCEPTED_PER_POSITION:
-            by_position = [float(value) for value in metric.values]
-    drafts = totals.get(DRAFTS, 0.0)
-    return {
-        "prompts": len(prompts),
-        "drafts": drafts,
-        "mean_acceptance_length": 1 + totals.get(ACCEPTED, 0.0) / drafts if drafts else None,
-        "acceptance_by_position": [value / drafts for value in by_position] if drafts else [],
-    }
+    sampling = SamplingParams(temperature=0, max_tokens=MAX_TOKENS)
+    measured = {}
+    before = counters(llm)
+    for name, prompts in prompt_sets.items():
+        llm.chat(prompts, sampling, use_tqdm=False)
+        after = counters(llm)
+        positions = [now - then for now, then in zip_longest(after[2], before[2], fillvalue=0)]
+        measured[name] = figures(
+            len(prompts), after[0] - before[0], after[1] - before[1], positions
+        )
+        before = after
+    return measured
+
+
+def main(argv: list[str]) -> None:
+    target, head, k, *sets = argv
+    prompt_sets = {}
+    for named in sets:
+        name, _, path = named.partition("=")
+        lines = Path(path).read_text().splitlines()
+        prompt_sets[name] = [json.loads(line) for line in lines if line]
+    print("ACCEPTANCE " + json.dumps(measure(Path(target), Path(head), int(k), prompt_sets)))
 
 
 if __name__ == "__main__":
-    target, head, k, prompts_file = sys.argv[1:5]
-    prompts = [json.loads(line) for line in Path(prompts_file).read_text().splitlines() if line]
-    print("ACCEPTANCE " + json.dumps(measure(Path(target), Path(head), int(k), prompts)))
+    main(sys.argv[1:])

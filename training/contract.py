@@ -21,6 +21,9 @@ DEFAULT_ROOT = Path("/opt/ml")
 TARGET_CHANNEL = "target"  # the HF checkpoint the head drafts for
 TRAIN_CHANNEL = "train"  # capture export's JSONL (train.openai.jsonl)
 HEAD_CHANNEL = "eagle"  # optional: a head to start from
+# Optional: conversations of the traffic the start head drafts, learnt alongside the train
+# channel's so that the head keeps them, and its guard (replay_max_loss).
+REPLAY_CHANNEL = "replay"
 # A head folder, as vLLM and speculators read it.
 HEAD_CONFIG = "config.json"
 HEAD_WEIGHTS = "model.safetensors"
@@ -73,7 +76,8 @@ class Hyperparameters:
     learning_rate: float = 1e-3  # speculators' own default (Muon)
     max_length: int = 1024  # tokens per conversation row
     held_out_fraction: float = 0.1  # conversations kept aside to measure acceptance
-    held_out_prompts: int = 32  # of those, how many vLLM answers with the head (0: none)
+    # Of those, how many of each channel's vLLM answers with the head (0: none).
+    held_out_prompts: int = 32
     # > 0: the target answers the training conversations again, up to this many tokens per
     # answer (regenerate.py); 0: learn from the answers the conversations hold.
     regenerate_max_tokens: int = 0
@@ -83,6 +87,10 @@ class Hyperparameters:
     # With a head in the eagle channel: the share of its weights the written head keeps
     # (keep_start.py); 0 writes the trained head as it is.
     keep_start_head: float = 0.0
+    # With a start head and a replay channel: of the checkpoints tried, the job writes the
+    # best on the train channel's held-out prompts among those whose acceptance on the replay
+    # channel's stays within this share of the start head's.
+    replay_max_loss: float = 0.05
     seed: int = 0
 
     LIMITS = {
@@ -95,6 +103,7 @@ class Hyperparameters:
         "held_out_prompts": (0, 10000),
         "regenerate_max_tokens": (0, 131072),
         "keep_start_head": (0.0, 0.95),
+        "replay_max_loss": (0.0, 1.0),
         "seed": (0, 2**31 - 1),
     }
     CHOICES = {"loss": ("kl_div", "rkl", "jsd", "ce", "tv", "nla", "lk_hybrid")}

@@ -1,15 +1,14 @@
 """One training job, start to end: captured conversations in, a P-EAGLE head for the target out.
 
-1. Rows: each assistant turn, tokenized with the target's chat template (rows.py); a stable
-   share of the conversations is held out.
+1. Rows: each assistant turn of the train channel's conversations (and the replay channel's,
+   when given), tokenized with the target's chat template (rows.py); a stable share of each
+   channel's conversations is held out.
 2. speculators prepare-data packs them; hidden_states.py writes the target's hidden states.
 3. speculators train --speculator-type peagle, saving to /opt/ml/checkpoints (a spot job that
    starts again resumes from there).
-4. The checkpoint with the lowest validation loss, and the last one if it is another, are
-   each written as vLLM loads them, with a verifier path that means something on an endpoint,
-   keeping a share of the start head when asked (keep_start.py); the container's own
-   preflight checks each against the target at the trained K, and vLLM measures each on the
-   held-out prompts. The one that drafts best goes to /opt/ml/model.
+4. choice.py writes the checkpoints worth trying as heads, checks them with the container's
+   preflight, measures them with vLLM on each channel's held-out prompts beside the start
+   head, and the one it chooses goes to /opt/ml/model.
 5. A report next to the head, and the figures as log lines for MetricDefinitions.
 """
 
@@ -17,18 +16,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from training import cpu_shims, hidden_states, keep_start, regenerate, rows, start_head
+from training import choice, cpu_shims, hidden_states, regenerate, rows, start_head
 from training.contract import (
     HEAD_CHANNEL,
     HEAD_CONFIG,
-    HEAD_WEIGHTS,
+    REPLAY_CHANNEL,
     TARGET_CHANNEL,
     TRAIN_CHANNEL,
     ContractError,
@@ -40,7 +38,6 @@ from training.steps import log, metric, run_step
 # Where the head's verifier is on an endpoint: the target's mount in the serving container.
 SERVED_TARGET = "/opt/ml/model"
 REPORT_FILE = "training-report.json"
-HEAD_FILES = (HEAD_CONFIG, HEAD_WEIGHTS)
 
 
 def require_target(layout: Layout) -> Path:
@@ -105,125 +102,32 @@ def train_argv(
     return argv
 
 
-def checkpoints_to_try(save_dir: Path) -> list[Path]:
-    """speculators' checkpoint with the lowest validation loss, and the last one if it is
-    another: teacher-forced loss is not acceptance (the held-out check chooses)."""
-    epochs = sorted((p for p in save_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
-    if not epochs:
-        raise RuntimeError(f"training wrote no checkpoint under {save_dir}")
-    last = epochs[-1].resolve()
-    best = save_dir / "checkpoint_best"
-    best = best.resolve() if best.exists() else last
-    return [best] if best == last else [best, last]
-
-
-def copy_head(source: Path, destination: Path) -> None:
-    destination.mkdir(parents=True, exist_ok=True)
-    for name in HEAD_FILES:
-        shutil.copy2(source / name, destination / name)
-
-
-def export_head(checkpoint: Path, model_dir: Path, verifier: str) -> dict[str, Any]:
-    """The head as vLLM loads it: config.json (verifier made portable) and the weights."""
-    copy_head(checkpoint, model_dir)
-    config = json.loads((model_dir / HEAD_CONFIG).read_text())
-    config["speculators_config"]["verifier"]["name_or_path"] = verifier
-    (model_dir / HEAD_CONFIG).write_text(json.dumps(config, indent=2) + "\n")
-    metrics_file = checkpoint / "val_metrics.json"
-    return json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
-
-
-def held_out_prompts(conversations: list[list[dict[str, Any]]], count: int) -> list[list[dict]]:
-    """Each held-out conversation up to its first assistant answer: what a user sent."""
-    prompts = []
-    for messages in conversations[:count]:
-        for turn, message in enumerate(messages):
-            if message.get("role") == "assistant" and turn > 0:
-                prompts.append(messages[:turn])
-                break
-    return prompts
-
-
-def measure_acceptance(
-    target: Path, head: Path, k: int, prompts: list[list[dict]], work: Path
-) -> dict[str, Any] | None:
-    """vLLM drafting with the head on the held-out prompts (training/acceptance.py)."""
-    if not prompts:
-        log("no held-out conversation with an answer: acceptance not measured")
-        return None
-    prompts_file = work / "held_out_prompts.jsonl"
-    prompts_file.write_text("".join(json.dumps(prompt) + "\n" for prompt in prompts))
-    argv = [
-        sys.executable, "-m", "training.acceptance", str(target), str(head), str(k),
-        str(prompts_file),
-    ]  # fmt: skip
-    log(f"held-out acceptance: {' '.join(argv)}")
-    finished = subprocess.run(argv, check=False, capture_output=True, text=True)
-    lines = [line for line in finished.stdout.splitlines() if line.startswith("ACCEPTANCE ")]
-    if finished.returncode != 0 or not lines:
-        sys.stdout.write(finished.stdout[-4000:] + finished.stderr[-4000:])
-        raise RuntimeError(f"vLLM could not serve the trained head (exit {finished.returncode}).")
-    return json.loads(lines[-1].removeprefix("ACCEPTANCE "))
-
-
-def check_head(target: Path, head: Path, k: int) -> None:
-    from serving.preflight.pair import speculation_problems
-
-    config = {"method": "eagle3", "num_speculative_tokens": k, "parallel_drafting": True}
-    problems = speculation_problems(target, head, config, {})
-    if problems:
-        raise RuntimeError(
-            "the trained head fails the container's preflight: " + " ".join(problems)
-        )
-
-
 @dataclass(frozen=True)
 class Report:
     train_rows: int
-    held_out_conversations: int
+    held_out_conversations: int  # of the train channel
+    replay_conversations: int  # in the replay channel, held out or not
     num_speculative_tokens: int
     epochs: int
     keep_start_head: float
     seconds: float
     validation: dict[str, Any]
-    held_out: dict[str, Any] | None
+    held_out: dict[str, Any] | None  # the head written, on the train channel's prompts
+    replay: dict[str, Any] | None  # the head written, on the replay channel's prompts
+    start_head: dict[str, Any] | None  # the start head on each channel's prompts
+    # The replay acceptance the head had to keep, and whether it did (None: no guard).
+    replay_guard: dict[str, Any] | None
     checkpoint: str  # the epoch written
-    # Each epoch tried, and its held-out acceptance length.
-    tried: dict[str, float | None]
+    # Each epoch tried: its held-out acceptance length on each channel's prompts.
+    tried: dict[str, dict[str, float | None]]
 
 
-@dataclass(frozen=True)
-class Candidate:
-    checkpoint: Path
-    head: Path
-    validation: dict[str, Any]
-    held_out: dict[str, Any] | None
-
-    @property
-    def acceptance(self) -> float:
-        figure = (self.held_out or {}).get("mean_acceptance_length")
-        return -1.0 if figure is None else float(figure)
-
-
-def try_checkpoint(
-    checkpoint: Path,
-    target: Path,
-    start_from: Path | None,
-    verifier: str,
-    prompts: list[list[dict]],
-    hp: Hyperparameters,
-    work: Path,
-) -> Candidate:
-    """The checkpoint as the head it would be written: exported, mixed with the start head
-    when asked, checked by preflight, and measured on the held-out prompts."""
-    head = work / "heads" / checkpoint.name
-    validation = export_head(checkpoint, head, verifier)
-    if start_from is not None and hp.keep_start_head:
-        mixed = keep_start.mix(head, start_from, hp.keep_start_head)
-        log(f"kept {hp.keep_start_head:g} of the start head in {mixed} tensors of the head")
-    check_head(target, head, hp.num_speculative_tokens)
-    held_out = measure_acceptance(target, head, hp.num_speculative_tokens, prompts, work)
-    return Candidate(checkpoint, head, validation, held_out)
+def channel_split(layout: Layout, name: str, hp: Hyperparameters) -> rows.Split:
+    """A channel's conversations to learn from and to hold out; none for an absent channel."""
+    folder = layout.channel(name)
+    if name != TRAIN_CHANNEL and not folder.is_dir():
+        return rows.Split([], [])
+    return rows.split(folder, hp.held_out_fraction, hp.seed)
 
 
 def run(layout: Layout, hp: Hyperparameters) -> Report:
@@ -231,8 +135,8 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
 
     started = time.monotonic()
     target = require_target(layout)
-    start_from = layout.channel(HEAD_CHANNEL)
-    start_from = start_from if (start_from / HEAD_CONFIG).is_file() else None
+    channel_head = layout.channel(HEAD_CHANNEL)
+    start_from = channel_head if (channel_head / HEAD_CONFIG).is_file() else None
     if hp.keep_start_head and start_from is None:
         raise ContractError(
             f"hyperparameter keep_start_head={hp.keep_start_head:g} keeps a share of the head "
@@ -240,7 +144,8 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
             "that head, or leave keep_start_head out."
         )
     train_dir = layout.channel(TRAIN_CHANNEL)
-    split = rows.split(train_dir, hp.held_out_fraction, hp.seed)
+    split = channel_split(layout, TRAIN_CHANNEL, hp)
+    replay = channel_split(layout, REPLAY_CHANNEL, hp)
     work = layout.work_dir
     shutil.rmtree(work, ignore_errors=True)  # scratch: a restarted job prepares it again
     target_config = json.loads((target / "config.json").read_text())
@@ -253,53 +158,67 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
         log(f"starting from the head in the eagle channel, as {start_from}")
     if not split.train:
         raise rows.no_rows(train_dir)
+    learn_from = split.train + replay.train
     if hp.regenerate_max_tokens:
         train_rows = regenerate.regenerate(
-            target, split.train, work / "regenerate", hp.regenerate_max_tokens, hp.max_length
+            target, learn_from, work / "regenerate", hp.regenerate_max_tokens, hp.max_length
         )
     else:
         tokenizer = AutoTokenizer.from_pretrained(target)
-        train_rows = rows.tokenized(tokenizer, split.train, hp.max_length)
+        train_rows = rows.tokenized(tokenizer, learn_from, hp.max_length)
     if not train_rows:
         raise rows.no_rows(train_dir)
-    log(f"{len(train_rows)} training rows, {len(split.held_out)} conversations held out")
+    log(
+        f"{len(train_rows)} training rows; held out: {len(split.held_out)} conversations of "
+        f"the train channel, {len(replay.held_out)} of the replay channel"
+    )
     data_dir = work / "data"
     prepare_data(target, rows.write_rows(train_rows, work / "rows.jsonl"), data_dir, hp.max_length)
     written = hidden_states.extract(target, data_dir, data_dir / "hidden_states", aux_ids)
     log(f"hidden states for {written} rows")
     save_dir = layout.checkpoints / "speculators"
     run_step(train_argv(target, aux_ids, data_dir, save_dir, start_from, hp), "train")
+
+    prompt_sets = {
+        TRAIN_CHANNEL: choice.held_out_prompts(split.held_out, hp.held_out_prompts),
+        REPLAY_CHANNEL: choice.held_out_prompts(replay.held_out, hp.held_out_prompts),
+    }
     verifier = target_config.get("_name_or_path") or SERVED_TARGET
-    prompts = held_out_prompts(split.held_out, hp.held_out_prompts)
-    tried = [
-        try_checkpoint(checkpoint, target, start_from, verifier, prompts, hp, work)
-        for checkpoint in checkpoints_to_try(save_dir)[: None if prompts else 1]
-    ]
-    chosen = max(tried, key=lambda candidate: candidate.acceptance)  # the first of equals
-    if len(tried) > 1:
-        log(
-            "held-out acceptance by epoch: "
-            + ", ".join(f"{c.checkpoint.name} {c.acceptance:.3f}" for c in tried)
-            + f"; writing epoch {chosen.checkpoint.name}"
-        )
-    copy_head(chosen.head, layout.model_dir)
-    validation, held_out = chosen.validation, chosen.held_out
+    start = channel_head if start_from is not None else None
+    decision = choice.decide(target, start, start_from, save_dir, prompt_sets, verifier, hp, work)
+    chosen, guard = decision.chosen, decision.guard
+    choice.copy_head(chosen.head, layout.model_dir)
     report = Report(
-        len(train_rows),
-        len(split.held_out),
-        hp.num_speculative_tokens,
-        hp.epochs,
-        hp.keep_start_head,
-        round(time.monotonic() - started, 1),
-        validation,
-        held_out,
-        chosen.checkpoint.name,
-        {c.checkpoint.name: c.held_out and c.held_out["mean_acceptance_length"] for c in tried},
+        train_rows=len(train_rows),
+        held_out_conversations=len(split.held_out),
+        replay_conversations=len(replay.train) + len(replay.held_out),
+        num_speculative_tokens=hp.num_speculative_tokens,
+        epochs=hp.epochs,
+        keep_start_head=hp.keep_start_head,
+        seconds=round(time.monotonic() - started, 1),
+        validation=chosen.validation,
+        held_out=chosen.measured.get(TRAIN_CHANNEL),
+        replay=chosen.measured.get(REPLAY_CHANNEL),
+        start_head=decision.start or None,
+        replay_guard=(
+            None
+            if guard.floor is None
+            else {"max_loss": guard.max_loss, "floor": guard.floor, "met": decision.kept}
+        ),
+        checkpoint=chosen.checkpoint.name,
+        tried={
+            c.checkpoint.name: {
+                name: choice.acceptance_of(c.measured, name) for name in prompt_sets
+            }
+            for c in decision.tried
+        },
     )
     (layout.model_dir / REPORT_FILE).write_text(json.dumps(asdict(report), indent=2) + "\n")
-    for name, value in validation.items():
+    for name, value in chosen.validation.items():
         if isinstance(value, int | float):
             metric(f"validation_{name}", value)
-    if held_out and held_out["mean_acceptance_length"] is not None:
-        metric("held_out_acceptance_length", held_out["mean_acceptance_length"])
+    for name, channel in (("held_out", TRAIN_CHANNEL), ("replay", REPLAY_CHANNEL)):
+        figure = choice.acceptance_of(chosen.measured, channel)
+        if figure is not None:
+            metric(f"{name}_acceptance_length", figure)
     return report

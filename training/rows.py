@@ -25,14 +25,14 @@ class Row:
         return {"input_ids": self.input_ids, "loss_mask": self.loss_mask}
 
 
-def conversations(train_dir: Path) -> Iterator[list[dict[str, Any]]]:
+def conversations(channel: Path) -> Iterator[list[dict[str, Any]]]:
     """The `messages` of every JSONL line in the channel (capture export's train.openai.jsonl,
     or any file of OpenAI chat records)."""
-    files = sorted(train_dir.glob("*.jsonl"))
+    files = sorted(channel.glob("*.jsonl"))
     if not files:
         raise ContractError(
-            f"the train channel ({train_dir}) has no .jsonl file; give it the output of "
-            "`python -m capture export` (train.openai.jsonl)."
+            f"the {channel.name} channel ({channel}) has no .jsonl file; give it the output "
+            "of `python -m capture export` (train.openai.jsonl)."
         )
     for path in files:
         for number, line in enumerate(path.read_text().splitlines(), start=1):
@@ -82,10 +82,10 @@ class Split:
     held_out: list[list[dict[str, Any]]]  # conversations whose prompts measure acceptance
 
 
-def split(train_dir: Path, fraction: float, seed: int) -> Split:
+def split(channel: Path, fraction: float, seed: int) -> Split:
     train: list[list[dict[str, Any]]] = []
     held_out: list[list[dict[str, Any]]] = []
-    for messages in conversations(train_dir):
+    for messages in conversations(channel):
         (held_out if is_held_out(messages, fraction, seed) else train).append(messages)
     return Split(train, held_out)
 

@@ -65,6 +65,10 @@ def expected_job(**changes) -> dict:
                     "Name": "held_out:acceptance_length",
                     "Regex": r"peagle_held_out_acceptance_length=([0-9.eE+-]+)",
                 },
+                {
+                    "Name": "replay:acceptance_length",
+                    "Regex": r"peagle_replay_acceptance_length=([0-9.eE+-]+)",
+                },
             ],
         },
         "RoleArn": ROLE,
@@ -166,13 +170,33 @@ def test_spot_keeps_checkpoints_in_s3_and_may_wait_for_capacity(fixed_version) -
     assert f"s3://my-bucket/qwen/training/{JOB}/output/model/ (deploy's --head-uri)" in err
 
 
+def test_a_start_head_and_its_replay_set_are_channels_of_their_own(fixed_version) -> None:
+    options = argv(
+        "--head-uri", "s3://my-bucket/qwen/eagle/", "--replay-uri", "s3://my-bucket/qwen/replay/",
+        "--hyperparameter", "keep_start_head=0.4", "--dry-run",
+    )  # fmt: skip
+
+    code, out, err = run_cli(deploy_cli, options)
+
+    assert code == 0, err
+    (request,) = parse_json_stream(out)
+    assert request["parameters"]["InputDataConfig"] == [
+        source("target", "s3://my-bucket/qwen/model/"),
+        source("train", "s3://my-bucket/qwen/train/"),
+        source("eagle", "s3://my-bucket/qwen/eagle/"),
+        source("replay", "s3://my-bucket/qwen/replay/"),
+    ]
+    assert request["parameters"]["HyperParameters"] == {"keep_start_head": "0.4"}
+
+
 def test_local_folders_are_uploaded_first(fixed_version, s3_url, tmp_path) -> None:
     s3 = client("s3", endpoint_url=s3_url)
     s3.create_bucket(Bucket="work", CreateBucketConfiguration={"LocationConstraint": REGION})
-    train = tmp_path / "export"
-    train.mkdir()
+    train, replay = tmp_path / "export", tmp_path / "earlier"
     chat = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
-    (train / "train.openai.jsonl").write_text(json.dumps(chat) + "\n")
+    for folder in (train, replay):
+        folder.mkdir()
+        (folder / "train.openai.jsonl").write_text(json.dumps(chat) + "\n")
     stubbed = Stubbed(services=("sagemaker",))
     stubbed.connection = Connection(
         session=None, region=REGION, made={"sagemaker": client_of(stubbed), "s3": s3}
@@ -184,6 +208,7 @@ def test_local_folders_are_uploaded_first(fixed_version, s3_url, tmp_path) -> No
             InputDataConfig=[
                 source("target", "s3://my-bucket/qwen/model/"),
                 source("train", "s3://work/qwen/train/"),
+                source("replay", "s3://work/qwen/replay/"),
             ],
             OutputDataConfig={
                 "S3OutputPath": "s3://work/qwen/training/",
@@ -196,16 +221,17 @@ def test_local_folders_are_uploaded_first(fixed_version, s3_url, tmp_path) -> No
     options = [
         "train-head", "--name", "qwen-head", "--image", IMAGE, "--role", ROLE,
         "--target-uri", "s3://my-bucket/qwen/model/", "--train-dir", str(train),
-        "--s3-uri", "s3://work/qwen/",
+        "--replay-dir", str(replay), "--s3-uri", "s3://work/qwen/",
     ]  # fmt: skip
 
     code, out, err = run_cli(deploy_cli, options, connect_to=stubbed.connect)
 
     assert code == 0, err
     stubbed.assert_done()
-    assert "s3://work/qwen/train/: 1 uploaded, 0 unchanged" in out
-    stored = s3.get_object(Bucket="work", Key="qwen/train/train.openai.jsonl")["Body"].read()
-    assert json.loads(stored) == chat
+    for folder in ("train", "replay"):
+        assert f"s3://work/qwen/{folder}/: 1 uploaded, 0 unchanged" in out
+        stored = s3.get_object(Bucket="work", Key=f"qwen/{folder}/train.openai.jsonl")
+        assert json.loads(stored["Body"].read()) == chat
 
 
 def client_of(stubbed: Stubbed):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
 import torch
 from safetensors.torch import load_file
 
@@ -15,7 +16,7 @@ from harness.paths import QUICK_DEMO_ROOT
 from serving import paths
 from tests.support.training_jobs import code_chats, job_tree
 from tests.training.test_training_job import train
-from training import job, start_head
+from training import choice, start_head
 
 K = 4
 
@@ -36,8 +37,8 @@ def test_a_vllm_native_head_drafts_the_same_once_rewritten_for_speculators(tmp_p
     assert config["eagle_aux_hidden_state_layer_ids"] == [1, 2, 3]
     # vLLM drafts exactly the same tokens, and accepts exactly as many, with either file.
     prompts = held_out_prompts(8)
-    before = job.measure_acceptance(target, head, K, prompts, tmp_path)
-    after = job.measure_acceptance(target, rewritten, K, prompts, tmp_path)
+    before = choice.measure_acceptance(target, head, K, {"code": prompts}, tmp_path)["code"]
+    after = choice.measure_acceptance(target, rewritten, K, {"code": prompts}, tmp_path)["code"]
     assert before["drafts"] > 0 and before["mean_acceptance_length"] > 2
     assert after == before
     # A head already in speculators' format is passed on as it is.
@@ -77,10 +78,14 @@ def test_keeping_a_share_of_the_start_head_needs_one(tmp_path) -> None:
     assert not (root / "output" / "work").exists()  # refused before any work
 
 
-def test_the_job_continues_the_head_and_keeps_the_share_of_it_asked_for(tmp_path) -> None:
+def test_the_job_continues_the_head_keeps_the_share_asked_for_and_guards_replay(
+    tmp_path,
+) -> None:
     """The job continues the head in the eagle channel; with keep_start_head the head it
-    writes is that share of the start head and the rest of the trained one, and it drafts
-    as well as the head it started from. (Regenerated answers: the training image test.)"""
+    writes is that share of the start head and the rest of the trained one. vLLM measures the
+    start head and the written one on each channel's held-out prompts, and the replay
+    channel's figure is checked against the start head's. (Regenerated answers: the training
+    image test.)"""
     hyperparameters = {
         "epochs": "1",
         "num_speculative_tokens": str(K),
@@ -89,8 +94,13 @@ def test_the_job_continues_the_head_and_keeps_the_share_of_it_asked_for(tmp_path
         "held_out_fraction": "0.2",
         "held_out_prompts": "8",
     }
-    root = job_tree(tmp_path / "job", code_chats(48), hyperparameters)
-    shutil.copytree(paths.channel_dir(QUICK_DEMO_ROOT), root / "input" / "data" / "eagle")
+    chats = code_chats(96)
+    root = job_tree(tmp_path / "job", chats[:48], hyperparameters)
+    data = root / "input" / "data"
+    shutil.copytree(paths.channel_dir(QUICK_DEMO_ROOT), data / "eagle")
+    (data / "replay").mkdir()
+    lines = "".join(json.dumps(chat) + "\n" for chat in chats[48:])
+    (data / "replay" / "earlier.jsonl").write_text(lines)
 
     finished = train(root)
 
@@ -98,6 +108,7 @@ def test_the_job_continues_the_head_and_keeps_the_share_of_it_asked_for(tmp_path
     assert "starting from the head in the eagle channel" in finished.stdout
     report = json.loads((root / "model" / "training-report.json").read_text())
     assert report["keep_start_head"] == 0.5
+    assert report["replay_conversations"] == 48
     # Every tensor that training moved is halfway between the start head and the trained one.
     written = load_file(str(root / "model" / "model.safetensors"))
     trained = load_file(
@@ -109,16 +120,19 @@ def test_the_job_continues_the_head_and_keeps_the_share_of_it_asked_for(tmp_path
     for name in trained:
         halfway = (start[name].float() + trained[name].float()) / 2
         torch.testing.assert_close(written[name], halfway.to(trained[name].dtype))
-    # vLLM accepts at least nine tenths as much from it as from the start head.
-    continued = report["held_out"]
-    prompts = [
-        json.loads(line)
-        for line in (root / "output" / "work" / "held_out_prompts.jsonl").read_text().splitlines()
-    ]
-    start_head_acceptance = job.measure_acceptance(
-        paths.model_dir(QUICK_DEMO_ROOT), paths.channel_dir(QUICK_DEMO_ROOT), K, prompts, tmp_path
-    )
-    assert continued["prompts"] == start_head_acceptance["prompts"] == len(prompts) > 0
-    assert continued["mean_acceptance_length"] >= (
-        0.9 * start_head_acceptance["mean_acceptance_length"]
-    )
+    # vLLM drafted with the start head and the written one on the same held-out prompts of
+    # each channel, and accepts at least nine tenths as much from the written one.
+    for channel, written_figures in (("train", report["held_out"]), ("replay", report["replay"])):
+        before = report["start_head"][channel]
+        assert written_figures["prompts"] == before["prompts"] > 0
+        assert before["drafts"] > 0 and written_figures["drafts"] > 0
+        assert written_figures["mean_acceptance_length"] >= 0.9 * before["mean_acceptance_length"]
+        assert (
+            report["tried"][report["checkpoint"]][channel]
+            == (written_figures["mean_acceptance_length"])
+        )
+    # The guard: the replay figure it had to keep, and whether the written head kept it.
+    guard, replay = report["replay_guard"], report["replay"]["mean_acceptance_length"]
+    floor = 0.95 * report["start_head"]["replay"]["mean_acceptance_length"]
+    assert guard["floor"] == pytest.approx(floor) and guard["met"] == (replay >= guard["floor"])
+    assert f"peagle_replay_acceptance_length={replay:.6g}" in finished.stdout
