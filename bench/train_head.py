@@ -149,4 +149,25 @@ def table(result: dict[str, Any]) -> str:
                 f"{job / base:.3f}x"
             )
     lines.append(f"- the training job under docker: {result['job_seconds']} s")
+    lines.append(job_check(result["job_report"]))
     return "\n".join(lines)
+
+
+def job_check(report: dict[str, Any]) -> str:
+    """The job's own held-out check, as its report has it."""
+
+    def length(figures: dict[str, Any] | None) -> str:
+        value = (figures or {}).get("mean_acceptance_length")
+        return "-" if value is None else f"{value:.2f}"
+
+    start = report.get("start_head") or {}
+    text = (
+        f"- the job's own check: epoch {report['checkpoint']} written of "
+        f"{', '.join(report['tried'])}; held-out train {length(report['held_out'])} "
+        f"(start head {length(start.get('train'))}), replay {length(report['replay'])} "
+        f"(start head {length(start.get('replay'))})"
+    )
+    guard = report.get("replay_guard")
+    if guard:
+        text += f"; replay floor {guard['floor']:.2f} {'kept' if guard['met'] else 'NOT kept'}"
+    return text
