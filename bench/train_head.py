@@ -163,8 +163,8 @@ def job_check(report: dict[str, Any]) -> str:
     start = report.get("start_head") or {}
     text = (
         f"- the job's own check: epoch {report['checkpoint']} written of "
-        f"{', '.join(report['tried'])}; held-out train {length(report['held_out'])} "
-        f"(start head {length(start.get('train'))}), replay {length(report['replay'])} "
+        f"{', '.join(report['tried'])}; held-out train {length(report.get('held_out'))} "
+        f"(start head {length(start.get('train'))}), replay {length(report.get('replay'))} "
         f"(start head {length(start.get('replay'))})"
     )
     guard = report.get("replay_guard")

@@ -17,7 +17,7 @@ from image_build.build import CPU_TRAINING_IMAGE
 EPOCHS = 20
 LEARNING_RATE = "0.0006"
 LOSS = "ce"
-KEEP_START_HEAD = "0.4"
+KEEP_START_HEAD = "0.28"
 HELP = (
     "the training image run as SageMaker Training runs it on a captured prose workload, "
     "and its head side by side with the demo head and the project's fine-tune"
