@@ -12,12 +12,15 @@ from bench.configuration import parse_configuration
 from image_build.build import CPU_TRAINING_IMAGE
 
 # The job continues the demo head (the eagle channel) on the captured prose and a replay of
-# the head's own code traffic, with the loss greedy decoding accepts by, and keeps a share of
-# the demo head in the head it writes (docs/benchmarks.md has the sweep these come from).
+# the head's own code traffic (the replay channel), on the target's own answers at full
+# length (the capture stops answers at 64 tokens), with the loss greedy decoding accepts by,
+# and keeps a share of the demo head in the head it writes (docs/benchmarks.md has the sweep
+# these come from).
 EPOCHS = 20
 LEARNING_RATE = "0.0006"
 LOSS = "ce"
-KEEP_START_HEAD = "0.28"
+KEEP_START_HEAD = "0.15"
+REGENERATE_MAX_TOKENS = "192"
 HELP = (
     "the training image run as SageMaker Training runs it on a captured prose workload, "
     "and its head side by side with the demo head and the project's fine-tune"
@@ -37,6 +40,12 @@ def add_parser(commands: Any) -> None:
         "--keep-start-head",
         default=KEEP_START_HEAD,
         help="the share of the demo head the job's head keeps (%(default)s)",
+    )
+    parser.add_argument(
+        "--regenerate-max-tokens",
+        default=REGENERATE_MAX_TOKENS,
+        help="the target answers the training conversations again, up to this many tokens "
+        "(%(default)s; 0: learn from the captured answers)",
     )
     parser.add_argument(
         "--code-prompts", type=int, default=32, help="HumanEval prompts in the comparison"
@@ -62,6 +71,7 @@ def command(args: argparse.Namespace) -> int:
             "learning_rate": args.learning_rate,
             "loss": args.loss,
             "keep_start_head": args.keep_start_head,
+            "regenerate_max_tokens": args.regenerate_max_tokens,
             "held_out_prompts": "16",
         },
         args.code_prompts,
