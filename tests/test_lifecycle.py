@@ -19,6 +19,7 @@ from serving.engine import Engine
 from serving.engine_client import EngineClient
 from serving.lifecycle import Lifecycle, Status
 from serving.metrics import ENGINE_UP
+from tests.support.interrupts import interrupted
 from tests.support.raw_http import connect, read_all
 from tests.support.stalls import WATCH
 
@@ -59,7 +60,8 @@ def test_sigterm_drains_then_a_second_sigterm_ends_the_drain(drain):
     leftovers = engine_leftovers(drain)
     assert leftovers
     drain.process.send_signal(signal.SIGTERM)
-    time.sleep(0.2)
+    # The front takes the signal on its loop; once it says it drains, it refuses.
+    assert "draining: 2 request(s) in flight" in drain.log_once("draining:", timeout=30)
     assert drain.ping() == 503
     refused = httpx.post(f"{drain.url}/invocations", json=CHAT, timeout=5)
     assert refused.status_code == 503
@@ -70,7 +72,6 @@ def test_sigterm_drains_then_a_second_sigterm_ends_the_drain(drain):
     streaming.close()
     assert answer.startswith(b"HTTP/1.1 200")
     assert b"data: [DONE]" in answer
-    assert "draining: 2 request(s) in flight" in drain.log_text()
     # The stalled one would hold the drain for its whole limit; a second SIGTERM ends it.
     time.sleep(0.5)
     assert drain.process.poll() is None, "the drain did not wait for the stalled request"
@@ -300,28 +301,34 @@ def in_session(process: psutil.Process, session: int) -> bool:
 def test_ctrl_c_twice_while_loading_leaves_no_engine_behind(demo_root, tmp_path):
     from tests.support.containers import Container, demo_env
 
-    container = Container("ctrl-c", demo_env()).start()
-    try:
-        socket_dir = str(container.engine_socket().parent)
-        deadline = time.monotonic() + 30
-        while not (engine := container.find_engine_process()):
-            assert time.monotonic() < deadline, "the engine was never started"
-            time.sleep(0.05)
-        # The front's other children (its payload parser) must go with it too.
-        children = psutil.Process(container.process.pid).children(recursive=True)
-        # A terminal's Ctrl-C goes to the foreground process group: the front's.
-        os.killpg(container.process.pid, signal.SIGINT)
-        time.sleep(0.2)
-        os.killpg(container.process.pid, signal.SIGINT)
-        container.process.wait(timeout=20)
-        engine.wait(timeout=10)
-        left = [process for process in psutil.process_iter() if in_session(process, engine.pid)]
-        assert not left, [process.name() for process in left]
-        gone, alive = psutil.wait_procs(children, timeout=10)
-        assert not alive, [process.cmdline() for process in alive]
-        assert not os.path.exists(socket_dir)
-    finally:
-        container.stop()
+    def attempt() -> str | None:
+        container = Container("ctrl-c", demo_env()).start()
+        try:
+            socket_dir = str(container.engine_socket().parent)
+            deadline = time.monotonic() + 30
+            while not (engine := container.find_engine_process()):
+                assert time.monotonic() < deadline, "the engine was never started"
+                time.sleep(0.05)
+            # The front's other children (its payload parser) must go with it too.
+            children = psutil.Process(container.process.pid).children(recursive=True)
+            # A terminal's Ctrl-C goes to the foreground process group: the front's.
+            os.killpg(container.process.pid, signal.SIGINT)
+            time.sleep(0.2)
+            os.killpg(container.process.pid, signal.SIGINT)
+            container.process.wait(timeout=20)
+            engine.wait(timeout=10)
+            if "engine ready" in container.log_text():
+                return "the engine had loaded before Ctrl-C"
+            left = [process for process in psutil.process_iter() if in_session(process, engine.pid)]
+            assert not left, [process.name() for process in left]
+            gone, alive = psutil.wait_procs(children, timeout=10)
+            assert not alive, [process.cmdline() for process in alive]
+            assert not os.path.exists(socket_dir)
+            return None
+        finally:
+            container.stop()
+
+    interrupted("Ctrl-C while loading", attempt)
 
 
 def test_a_taken_port_exits_4_before_the_engine_starts(demo_root):

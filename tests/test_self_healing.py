@@ -2,7 +2,11 @@
 stopped, as by a kernel that never returns) is noticed and restarted in place, a killed one
 too, until the restart budget is spent; then the container exits non-zero. Each test says
 what every request got, and when. The first three phases run in order on one container; the
-last two end containers of their own."""
+last two end containers of their own.
+
+A stall or kill must land while its request runs: each test proves that it did, and makes an
+attempt again when the machine let the request run whole first (tests/support/interrupts.py).
+Each starts from a container that serves, never from a restart the test before began."""
 
 from __future__ import annotations
 
@@ -23,15 +27,20 @@ from tests.support.containers import (
     demo_env,
     host_environment,
 )
+from tests.support.interrupts import Background, interrupted, serving, wait_running
 from tests.support.stalls import WATCH
 
 STALL_SECONDS = 6
+# Room for one kill that lands after its request ran whole: that kill restarts an idle engine.
+RESTARTS = 3
 LONG = {
     "messages": [{"role": "user", "content": "def fibonacci(n):"}],
     "max_tokens": 1900,
     "temperature": 0,
     "ignore_eos": True,
 }
+SHORT = {**LONG, "max_tokens": 8}
+KILLED = "was killed by signal SIGKILL"
 
 
 def started(request, name: str, env: dict[str, str]):
@@ -47,115 +56,195 @@ def started(request, name: str, env: dict[str, str]):
 
 @pytest.fixture(scope="module")
 def healing(demo_root, request):
-    env = demo_env(SERVING_ENGINE_STALL_SECONDS=str(STALL_SECONDS), SERVING_ENGINE_RESTARTS="2")
+    env = demo_env(
+        SERVING_ENGINE_STALL_SECONDS=str(STALL_SECONDS), SERVING_ENGINE_RESTARTS=str(RESTARTS)
+    )
     container = started(request, "healing", env)
     yield container
     container.stop()
 
 
-def in_background(call) -> tuple[threading.Thread, dict]:
-    result: dict = {}
-
-    def run() -> None:
-        try:
-            result["answer"] = call()
-        except Exception as error:  # noqa: BLE001 - the test reads what happened
-            result["error"] = error
-        result["at"] = time.monotonic()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread, result
+def restarts(container, reason: str | None = None) -> int:
+    labels = {"reason": reason} if reason else None
+    return int(container.metric("serving_engine_restarts_total", labels=labels))
 
 
-def wait_running(container, count: int = 1, timeout: float = 60) -> None:
+def restarted(container, what: str) -> int:
+    """How many restarts after the engine `what` the log reports finished."""
+    return container.log_text().count(f"engine restarted after it {what}")
+
+
+def wait_restarted(container, what: str, count: int, timeout: float = 300) -> None:
+    """Until the log reports `count` finished restarts after `what`, then until it serves."""
     began = time.monotonic()
-    while container.metric("vllm:num_requests_running") < count:
-        assert WATCH.since(began) < timeout, "the request never started running"
+    while restarted(container, what) < count:
+        assert WATCH.since(began) < timeout, f"no restart after it {what}:\n{container.tail()}"
         time.sleep(0.2)
+    serving(container)
 
 
-def wait_ping(container, status: int, timeout: float) -> float:
-    """Seconds (of the machine running) until /ping answers `status`."""
-    began = time.monotonic()
-    while container.ping() != status:
-        assert WATCH.since(began) < timeout, f"/ping never answered {status}"
-        time.sleep(0.2)
-    return WATCH.since(began)
+def whole(choice: dict) -> bool:
+    """The choice ran to its max_tokens: the request ended before any interruption."""
+    return choice.get("finish_reason") == "length"
+
+
+def ran_whole(events: list[str]) -> bool:
+    """The stream ended with [DONE] after its choice ran to its max_tokens."""
+    if events[-1:] != ["data: [DONE]"]:
+        return False
+    chunks = [json.loads(event[len("data: ") :]) for event in events[:-1]]
+    return any(whole(choice) for chunk in chunks for choice in chunk.get("choices", []))
+
+
+def during_restart(container, status: int, what: str, before: int, began: float) -> bool:
+    """`status` (of /ping, or of a request) is as it must be while the engine restarts: 503,
+    unless the restart was over by then, `before` being the finished restarts the log
+    reported when it began; only a machine that held the test for the whole restart allows
+    that."""
+    if status == 503:
+        return True
+    deadline = time.monotonic() + 5  # the log can trail the event
+    while restarted(container, what) <= before:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    assert WATCH.stalled(began, time.monotonic()) > 0, "the restart was over at once"
+    return True
 
 
 def test_a_stalled_engine_answers_its_requests_and_is_restarted_in_place(healing):
-    thread, result = in_background(
-        lambda: httpx.post(f"{healing.url}/invocations", json=LONG, timeout=300)
-    )
-    wait_running(healing)
-    healing.kill_engine(signal.SIGSTOP, workers=True)
-    stopped_at = time.monotonic()
-    thread.join(STALL_SECONDS + 30)
+    serving(healing)
+    stalls = healing.metric("serving_engine_stalls_total")
+    stall_restarts = restarts(healing, "stall")
+    stalls_restarted = restarted(healing, "stalled")
+    outcome: dict = {}
+
+    def attempt() -> str | None:
+        request = Background(
+            lambda: httpx.post(f"{healing.url}/invocations", json=LONG, timeout=300)
+        )
+        if not wait_running(healing, request):
+            return "the request ran whole before vLLM was seen running it"
+        healing.kill_engine(signal.SIGSTOP, workers=True)
+        stopped_at = time.monotonic()
+        request.join(STALL_SECONDS + 60)
+        answer = request.value()
+        if answer.status_code == 200 and whole(answer.json()["choices"][0]):
+            # An idle engine stopped is no stall the front can see: let it go on.
+            healing.kill_engine(signal.SIGCONT, workers=True)
+            return "the request ran whole before SIGSTOP landed"
+        outcome.update(answer=answer, stopped_at=stopped_at, answered_at=request.ended_at)
+        return None
+
+    interrupted("a stalled engine", attempt)
     # The request in flight gets a JSON 503 that names the stall, within the window + 10 s.
-    answer = result["answer"]
+    answer = outcome["answer"]
     assert answer.status_code == 503, answer.text
     assert "stalled" in answer.json()["error"]["message"]
-    assert WATCH.running(stopped_at, result["at"]) < STALL_SECONDS + 10
+    assert WATCH.running(outcome["stopped_at"], outcome["answered_at"]) < STALL_SECONDS + 10
     # While the engine starts again: /ping 503, requests 503 with Retry-After.
-    assert healing.ping() == 503
-    refused = httpx.post(f"{healing.url}/invocations", json=LONG, timeout=10)
-    assert refused.status_code == 503 and "Retry-After" in refused.headers
-    assert "restarting" in refused.json()["error"]["message"]
-    wait_ping(healing, 200, timeout=300)
+    probed = time.monotonic()
+    assert during_restart(healing, healing.ping(), "stalled", stalls_restarted, probed)
+    refused = httpx.post(f"{healing.url}/invocations", json=SHORT, timeout=30)
+    if refused.status_code == 503:
+        assert "Retry-After" in refused.headers
+        assert "restarting" in refused.json()["error"]["message"]
+    assert during_restart(healing, refused.status_code, "stalled", stalls_restarted, probed), (
+        refused.text
+    )
+    wait_restarted(healing, "stalled", stalls_restarted + 1)
     # Same port, same answers.
-    short = {**LONG, "max_tokens": 8}
-    assert httpx.post(f"{healing.url}/invocations", json=short, timeout=120).status_code == 200
-    assert healing.metric("serving_engine_stalls_total") == 1
-    assert healing.metric("serving_engine_restarts_total", labels={"reason": "stall"}) == 1
-    assert "engine restarted after it stalled" in healing.log_text()
+    assert httpx.post(f"{healing.url}/invocations", json=SHORT, timeout=120).status_code == 200
+    assert healing.metric("serving_engine_stalls_total") == stalls + 1
+    assert restarts(healing, "stall") == stall_restarts + 1
 
 
 def test_a_killed_engine_ends_its_stream_with_an_error_and_comes_back(healing):
-    stream = {**LONG, "stream": True}
+    serving(healing)
+    exit_restarts = restarts(healing, "exit")
+    kills = 0
+    outcome: dict = {}
 
-    def read_stream() -> list[str]:
-        with httpx.stream("POST", f"{healing.url}/invocations", json=stream, timeout=300) as s:
-            return [line for line in s.iter_lines() if line]
+    def attempt() -> str | None:
+        nonlocal kills
+        events: list[str] = []
+        generating = threading.Event()
 
-    thread, result = in_background(read_stream)
-    wait_running(healing)
-    healing.kill_engine(signal.SIGKILL)
-    killed_at = time.monotonic()
-    thread.join(30)
-    events = result["answer"]
+        def read_stream() -> None:
+            body = {**LONG, "stream": True}
+            with httpx.stream("POST", f"{healing.url}/invocations", json=body, timeout=300) as s:
+                for line in s.iter_lines():
+                    if line:
+                        events.append(line)
+                        generating.set()
+
+        serving(healing)
+        stream = Background(read_stream)
+        began = time.monotonic()
+        while not generating.wait(0.2) and not stream.done:
+            assert WATCH.since(began) < 60, "the stream sent no event in 60 s"
+        if stream.done:
+            stream.value()
+            return "the stream ran whole before the test saw its first event"
+        before = restarted(healing, KILLED)
+        healing.kill_engine(signal.SIGKILL)
+        kills += 1
+        killed_at = time.monotonic()
+        stream.join(30)
+        stream.value()
+        if ran_whole(events):
+            wait_restarted(healing, KILLED, before + 1)
+            return "the stream ran whole before SIGKILL landed (an idle engine was restarted)"
+        outcome.update(events=events, killed_at=killed_at, ended_at=stream.ended_at, before=before)
+        return None
+
+    # Each kill is a restart: as many attempts as the budget leaves after this one.
+    interrupted("a killed engine", attempt, attempts=RESTARTS - restarts(healing))
+    events = outcome["events"]
     assert events[-1] != "data: [DONE]"
     assert "error" in json.loads(events[-1][len("data: ") :])
-    assert WATCH.running(killed_at, result["at"]) < 5
-    # The stream can end before the front has seen the engine's exit: /ping turns 503 first,
-    # then 200 once the new engine is ready.
-    wait_ping(healing, 503, timeout=30)
-    took = wait_ping(healing, 200, timeout=300)
-    assert healing.metric("serving_engine_restarts_total", labels={"reason": "exit"}) == 1
-    log = healing.log_text()
-    assert "engine restarted after it was killed by signal SIGKILL" in log, took
+    assert WATCH.running(outcome["killed_at"], outcome["ended_at"]) < 5
+    wait_restarted(healing, KILLED, outcome["before"] + 1)
+    assert restarts(healing, "exit") == exit_restarts + kills
 
 
 def test_one_death_more_than_allowed_ends_the_container(healing):
+    serving(healing)
+    for _ in range(RESTARTS - restarts(healing)):  # what the tests before left of the budget
+        count = restarted(healing, KILLED)
+        healing.kill_engine(signal.SIGKILL)
+        wait_restarted(healing, KILLED, count + 1)
     healing.kill_engine(signal.SIGKILL)
     code = healing.wait_exit(timeout=60)
     assert code == exit_codes.ENGINE_DIED
-    assert "2 restart(s) in the last 900 s already" in healing.log_text()
+    assert f"{RESTARTS} restart(s) in the last 900 s already" in healing.log_text()
 
 
 def test_a_stop_during_a_restart_exits_0_within_sagemakers_30_s(demo_root, request):
-    container = started(request, "interrupted", demo_env(SERVING_ENGINE_RESTARTS="2"))
-    try:
-        container.kill_engine(signal.SIGKILL)
-        wait_ping(container, 503, timeout=30)
-        time.sleep(2)  # the new engine is loading
-        assert "restarting it in place" in container.log_text()
-        began = time.monotonic()
-        code = container.stop(timeout=30)
-        assert code == 0
-        assert WATCH.since(began) < 30
-    finally:
-        container.stop()
+    outcome: dict = {}
+
+    def attempt() -> str | None:
+        container = started(request, "interrupted", demo_env(SERVING_ENGINE_RESTARTS="2"))
+        try:
+            container.kill_engine(signal.SIGKILL)
+            assert "restarting it in place" in container.log_once("restarting it in place", 30)
+            time.sleep(2)  # the new engine is loading
+            began = time.monotonic()
+            code = container.stop(timeout=30)
+            stopped_after = WATCH.since(began)
+        finally:
+            container.stop()
+        log = container.log_text()
+        # The stop must land while the new engine loads: before the log says it is ready.
+        assert "draining" in log, container.tail()
+        if "engine restarted after" in log[: log.index("draining")]:
+            return "the new engine was ready before the stop landed"
+        outcome.update(code=code, stopped_after=stopped_after)
+        return None
+
+    interrupted("a stop during a restart", attempt)
+    assert outcome["code"] == 0
+    assert outcome["stopped_after"] < 30
 
 
 def test_a_restart_that_fails_ends_the_container_and_says_why(demo_root, tmp_path):
