@@ -31,6 +31,7 @@ def checked_settings() -> Settings | None:
     for problem in report.errors:
         log.error("%s", problem)
     log.info("%s", report.summary)
+    log.info("%s", settings.agent_summary)
     return settings if report.ok else None
 
 

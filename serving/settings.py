@@ -19,6 +19,7 @@ from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from serving import cloudwatch, paths
+from serving.engine_args.agents import agent_flags
 from serving.engine_args.environment import (
     boolean,
     not_a_boolean,
@@ -71,6 +72,9 @@ class Settings(BaseSettings):
     drafter_dir: Path
     speculative_config: dict[str, Any] | None
     engine_flags: tuple[str, ...]
+    # What the container adds for agents (serving/engine_args/agents.py), and why.
+    agent_flags: tuple[str, ...] = ()
+    agent_summary: str = ""
     tensor_parallel_size: Annotated[int | None, AfterValidator(zero_is_none)] = Field(
         None, validation_alias="SM_NUM_GPUS", ge=0, examples=[1]
     )
@@ -220,6 +224,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     model = resolve_model(env, opt_ml_root, problems)
     speculative_config = parse_speculative_config(env, drafter_dir, problems)
     engine_flags = vllm_flags_from_env(env, problems)
+    local_model = Path(model) if Path(model, "config.json").is_file() else None
+    agents = agent_flags(env, local_model, problems)
 
     variables = {
         variable: value
@@ -237,6 +243,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             drafter_dir=drafter_dir,
             speculative_config=speculative_config,
             engine_flags=tuple(engine_flags),
+            agent_flags=agents.flags,
+            agent_summary=agents.summary,
         )
     except ValidationError as invalid:
         problems += [explain(error) for error in invalid.errors()]

@@ -31,7 +31,9 @@ SAME_MEANING = {
     "presence_penalty": "presence_penalty",
 }
 # Read here rather than passed on.
-OURS = {"temperature", "do_sample", "return_full_text", "details"}
+OURS = {"temperature", "do_sample", "return_full_text", "details", "grammar"}
+# TGI's grammar types and vLLM's structured_outputs field for each.
+GRAMMARS = {"json": "json", "regex": "regex"}
 # Unused parameter names already logged.
 REPORTED: set[str] = set()
 # vLLM's finish reasons in TGI's words; a stop string vLLM names in `stop_reason`.
@@ -71,6 +73,35 @@ def inputs_of(payload: dict[str, Any]) -> list[str]:
     )
 
 
+def structured_outputs(parameters: dict[str, Any]) -> dict[str, Any] | None:
+    """TGI's `grammar` ({"type": "json", "value": schema} or {"type": "regex", "value":
+    pattern}) as vLLM's structured_outputs; None without one."""
+    grammar = parameters.get("grammar")
+    if grammar is None:
+        return None
+    kind = grammar.get("type") if isinstance(grammar, dict) else None
+    if kind not in GRAMMARS:
+        raise RequestRefused(
+            400,
+            '\'parameters.grammar\' must be an object with "type": "json" (and a JSON '
+            'schema as "value") or "type": "regex" (and a pattern as "value").',
+        )
+    value = grammar.get("value")
+    if kind == "json" and isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise RequestRefused(
+                400, "'parameters.grammar.value' of type json must be a JSON schema."
+            ) from None
+    if (kind == "json" and not isinstance(value, dict)) or (
+        kind == "regex" and not (isinstance(value, str) and value)
+    ):
+        wanted = "a JSON schema object" if kind == "json" else "a non-empty pattern string"
+        raise RequestRefused(400, f"'parameters.grammar.value' of type {kind} must be {wanted}.")
+    return {GRAMMARS[kind]: value}
+
+
 def sampling(parameters: dict[str, Any]) -> bool:
     """TGI samples when asked to, or when any sampling setting is given; else it is greedy."""
     return bool(
@@ -105,6 +136,8 @@ def completion_request(
             # Once per name: a client sends the same keys with every request.
             REPORTED.add(name)
             log.info("TGI parameter %r is not used by this container; ignored", name[:64])
+    if (constraint := structured_outputs(parameters)) is not None:
+        request["structured_outputs"] = constraint
     if sampling(parameters):
         request["temperature"] = parameters.get("temperature", 1.0)
     else:

@@ -4,6 +4,8 @@
 - `flags`: facts about vLLM's flags (checked against the installed vLLM by the tests), and
   the lookup of a flag's value among the engine flags.
 - `speculative`: SM_VLLM_SPECULATIVE_CONFIG parsed, its drafter filled in from the channel.
+- `tool_parsers`: which of vLLM's tool-call and reasoning parsers fits the target.
+- `agents`: the flags for agents (parsers, strict tool arguments, structured outputs).
 - `argv`: the whole command line the front starts vLLM with.
 
 The variable names are in serving/variables.py, which imports nothing, for the laptop tools.

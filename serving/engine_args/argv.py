@@ -35,6 +35,8 @@ def build_argv(settings: Settings, socket_path: Path, python: str = sys.executab
         # its final usage chunk, when the client asks for one): the front turns it into
         # headers and log fields.
         argv += ["--per-request-spec-decode-metrics", "summary"]
+    # Tool-call parsing and structured outputs for agents (engine_args/agents.py).
+    argv += settings.agent_flags
     if settings.tensor_parallel_size is not None:
         argv += ["--tensor-parallel-size", str(settings.tensor_parallel_size)]
     return argv + list(settings.engine_flags)

@@ -3,6 +3,8 @@
 - containers: the demo tree the suite serves and its shared containers (host or image),
   with the probes the tests read off them; `demo_env()`, `serve_until_exit()`.
 - stalls: the watchers that tell "the product was slow" from "the machine held a CPU".
+- interrupts: tests that stall, kill or stop a request in flight, and prove they did.
+- agents: the demo tree with a chat template that writes tool calls.
 - raw_http: HTTP as bytes on a socket, for what httpx would normalise or refuse.
 - in_process: an ASGI app served by uvicorn in a thread of the test process.
 - standin_container: the container stood in for without vLLM, to test the local runtime.

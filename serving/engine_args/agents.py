@@ -1,0 +1,139 @@
+"""What the engine needs to serve agents: tool calls found in the target's own syntax, tool
+arguments that follow their schema, and JSON answers that end.
+
+- Tool calls. vLLM refuses every request with `tools` (any `tool_choice` but "none") unless
+  it was started with --enable-auto-tool-choice and the parser for the target's syntax.
+  The parser is chosen from the target (tool_parsers.choose), with the family's reasoning
+  parser where the template thinks; SM_VLLM_TOOL_CALL_PARSER and SM_VLLM_REASONING_PARSER
+  name others, `none` turns either off, and SM_VLLM_ENABLE_AUTO_TOOL_CHOICE=false turns
+  tool calling off.
+- Arguments. vLLM's default constrains only a forced call's envelope and name, so a small
+  model's arguments can break the function's schema; --tool-strict-level parameter holds
+  every call to its schema, as if each tool said `"strict": true`. SM_VLLM_TOOL_STRICT_LEVEL
+  overrides it (auto, function, parameter).
+- JSON that ends. Guided JSON allows any whitespace between tokens, and a model that
+  prefers newlines writes them until max_tokens; xgrammar with disable_any_whitespace
+  allows none. SM_VLLM_STRUCTURED_OUTPUTS_CONFIG replaces it ({"backend": "xgrammar"} allows
+  the whitespace again); vLLM accepts disable_any_whitespace only with the xgrammar or
+  guidance backend named, which is checked here rather than by an engine that exits with 2.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from serving.engine_args.environment import boolean, not_a_boolean, value_of
+from serving.engine_args.tool_parsers import choose, read_target, template_writes
+from serving.variables import (
+    AUTO_TOOL_CHOICE_VAR,
+    REASONING_PARSER_VAR,
+    STRUCTURED_OUTPUTS_CONFIG_VAR,
+    TOOL_CALL_PARSER_VAR,
+    TOOL_STRICT_LEVEL_VAR,
+)
+
+OFF = "none"
+STRICT_LEVEL = "parameter"
+STRUCTURED_OUTPUTS = {"backend": "xgrammar", "disable_any_whitespace": True}
+WHITESPACE_BACKENDS = ("xgrammar", "guidance")
+
+
+@dataclass(frozen=True)
+class Agents:
+    """The engine flags for agents, and a line saying what was chosen and why."""
+
+    flags: tuple[str, ...]
+    summary: str
+
+
+def named(environ: Mapping[str, str], variable: str) -> str | None:
+    """A parser named by `variable`: None when unset, OFF for none/off/false."""
+    value = value_of(environ, variable)
+    if value is None:
+        return None
+    return OFF if value.lower() in (OFF, "off", "false") else value
+
+
+def tool_parsers(
+    environ: Mapping[str, str], model_dir: Path | None, problems: list[str]
+) -> tuple[list[str], str]:
+    """The tool-call and reasoning parser flags, and the sentence for the log."""
+    auto = value_of(environ, AUTO_TOOL_CHOICE_VAR)
+    try:
+        wanted = True if auto is None else boolean(auto)
+    except ValueError:
+        problems.append(not_a_boolean(AUTO_TOOL_CHOICE_VAR, auto or ""))
+        return [], ""
+    tool_parser = named(environ, TOOL_CALL_PARSER_VAR)
+    reasoning_parser = named(environ, REASONING_PARSER_VAR)
+    target = read_target(model_dir) if model_dir is not None else None
+    chosen = choose(target) if target is not None else None
+    flags: list[str] = []
+    if not wanted or tool_parser == OFF:
+        variable = AUTO_TOOL_CHOICE_VAR if not wanted else TOOL_CALL_PARSER_VAR
+        said = f"tool calls off ({variable}); requests with tools are refused"
+    elif tool_parser is not None:
+        if target is not None and template_writes(tool_parser, target.chat_template) is False:
+            problems.append(
+                f"{TOOL_CALL_PARSER_VAR}={tool_parser}: the target's chat template never "
+                f"writes that parser's tool-call syntax, so no call would ever be found. "
+                + (
+                    f"Set it to {chosen.tool_call_parser} ({chosen.because}), or to none."
+                    if chosen is not None and chosen.tool_call_parser
+                    else "Give the model a chat template with tool calls, or set it to none."
+                )
+            )
+        flags += ["--enable-auto-tool-choice", "--tool-call-parser", tool_parser]
+        said = f"tool calls parsed by {tool_parser} ({TOOL_CALL_PARSER_VAR})"
+    elif chosen is not None and chosen.tool_call_parser is not None:
+        flags += ["--enable-auto-tool-choice", "--tool-call-parser", chosen.tool_call_parser]
+        said = f"tool calls parsed by {chosen.tool_call_parser}: {chosen.because}"
+    else:
+        why = chosen.because if chosen is not None else "the target is not a local model folder"
+        said = (
+            f"tool calls off: {why}; requests with tools are refused "
+            f"(set {TOOL_CALL_PARSER_VAR} to turn them on)"
+        )
+    if reasoning_parser is None and chosen is not None and flags:
+        reasoning_parser = chosen.reasoning_parser
+    if reasoning_parser not in (None, OFF):
+        flags += ["--reasoning-parser", reasoning_parser]
+        said += f"; reasoning parsed by {reasoning_parser}"
+    return flags, said
+
+
+def structured_outputs(environ: Mapping[str, str], problems: list[str]) -> tuple[list[str], str]:
+    """Our structured-outputs flag when the user set none; theirs checked."""
+    raw = value_of(environ, STRUCTURED_OUTPUTS_CONFIG_VAR)
+    if raw is None:
+        flags = ["--structured-outputs-config", json.dumps(STRUCTURED_OUTPUTS)]
+        return flags, "JSON answers by xgrammar without free whitespace"
+    try:
+        config = json.loads(raw)
+    except ValueError:
+        return [], f"structured outputs as {STRUCTURED_OUTPUTS_CONFIG_VAR} says"
+    if (
+        isinstance(config, dict)
+        and config.get("disable_any_whitespace")
+        and config.get("backend") not in WHITESPACE_BACKENDS
+    ):
+        problems.append(
+            f"{STRUCTURED_OUTPUTS_CONFIG_VAR} sets disable_any_whitespace with backend "
+            f"{config.get('backend', 'auto')!r}; vLLM allows it only with the xgrammar or "
+            f'guidance backend. Add "backend": "xgrammar", or leave the variable unset '
+            "(the container's default is exactly that)."
+        )
+    return [], f"structured outputs as {STRUCTURED_OUTPUTS_CONFIG_VAR} says"
+
+
+def agent_flags(environ: Mapping[str, str], model_dir: Path | None, problems: list[str]) -> Agents:
+    """The flags the container adds for agents (before the user's own flags)."""
+    flags, said = tool_parsers(environ, model_dir, problems)
+    if "--tool-call-parser" in flags and value_of(environ, TOOL_STRICT_LEVEL_VAR) is None:
+        flags += ["--tool-strict-level", STRICT_LEVEL]
+        said += "; arguments held to their schemas"
+    output_flags, output_said = structured_outputs(environ, problems)
+    return Agents(tuple(flags + output_flags), f"agents: {said}; {output_said}")

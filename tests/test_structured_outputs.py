@@ -1,0 +1,141 @@
+"""Structured outputs that end, with P-EAGLE on: response_format (json_schema, json_object),
+vLLM's structured_outputs (regex, choice, grammar) and TGI's `parameters.grammar`, streamed
+or not, parse and follow their constraint, and finish before max_tokens (the container's
+xgrammar without free whitespace; a tiny model otherwise writes newlines until the limit)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import httpx
+import jsonschema
+import pytest
+
+from serving.errors import RequestRefused
+from serving.tgi import completion_request
+
+CITY = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "enum": ["Paris", "Tokyo", "Lima"]},
+        "sunny": {"type": "boolean"},
+    },
+    "required": ["city", "sunny"],
+    "additionalProperties": False,
+}
+PROMPT = [{"role": "user", "content": "Which city is sunny today? Answer in JSON."}]
+MAX_TOKENS = 200
+JSON_SCHEMA = {
+    "type": "json_schema",
+    "json_schema": {"name": "city", "schema": CITY, "strict": True},
+}
+CODE = r"def [a-z_]{1,12}\(\):"
+
+
+def chat(container, stream: bool = False, **fields) -> tuple[str, str]:
+    """The answer's text and finish reason, streamed or not."""
+    body = {"messages": PROMPT, "max_tokens": MAX_TOKENS, "temperature": 0, **fields}
+    if not stream:
+        answer = httpx.post(f"{container.url}/invocations", json=body, timeout=120)
+        assert answer.status_code == 200, answer.text
+        choice = answer.json()["choices"][0]
+        return choice["message"]["content"], choice["finish_reason"]
+    text, finish = "", None
+    with httpx.stream(
+        "POST", f"{container.url}/invocations", json={**body, "stream": True}, timeout=120
+    ) as answer:
+        assert answer.status_code == 200, answer.read()
+        for line in answer.iter_lines():
+            if line.startswith("data: {"):
+                for choice in json.loads(line[len("data: ") :])["choices"]:
+                    text += choice["delta"].get("content") or ""
+                    finish = choice.get("finish_reason") or finish
+    return text, finish
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_json_schema_answer_parses_follows_the_schema_and_ends(peagle, stream):
+    text, finish = chat(peagle, stream, response_format=JSON_SCHEMA)
+    assert finish == "stop", text[-200:]
+    jsonschema.validate(json.loads(text), CITY)
+    assert "\n" not in text  # no free whitespace
+
+
+def test_streamed_and_whole_json_answers_are_the_same_and_equal_the_targets(peagle, plain):
+    whole, _ = chat(peagle, response_format=JSON_SCHEMA)
+    assert chat(peagle, True, response_format=JSON_SCHEMA)[0] == whole
+    assert chat(plain, response_format=JSON_SCHEMA)[0] == whole
+
+
+def test_a_json_object_answer_parses(peagle):
+    text, finish = chat(peagle, response_format={"type": "json_object"}, max_tokens=400)
+    assert finish == "stop", text[-200:]
+    assert isinstance(json.loads(text), dict)
+
+
+@pytest.mark.parametrize(
+    ("constraint", "check"),
+    [
+        ({"regex": CODE}, lambda text: re.fullmatch(CODE, text)),
+        ({"choice": ["Paris", "Tokyo", "Lima"]}, lambda text: text in ("Paris", "Tokyo", "Lima")),
+        ({"grammar": 'root ::= "yes" | "no"'}, lambda text: text in ("yes", "no")),
+        ({"json": CITY}, lambda text: jsonschema.validate(json.loads(text), CITY) is None),
+    ],
+    ids=["regex", "choice", "grammar", "json"],
+)
+def test_vllms_structured_outputs_hold(peagle, constraint, check):
+    text, finish = chat(peagle, structured_outputs=constraint)
+    assert finish == "stop" and check(text), text[-200:]
+
+
+def tgi(container, grammar: dict, stream: bool = False) -> str:
+    body = {"inputs": "The weather in Paris:", "parameters": {"max_new_tokens": MAX_TOKENS,
+            "grammar": grammar}, "stream": stream}  # fmt: skip
+    answer = httpx.post(f"{container.url}/invocations", json=body, timeout=120)
+    assert answer.status_code == 200, answer.text
+    if not stream:
+        return answer.json()[0]["generated_text"]
+    events = [json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:")]
+    return events[-1]["generated_text"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_tgi_grammar_json_and_regex_hold(peagle, stream):
+    jsonschema.validate(json.loads(tgi(peagle, {"type": "json", "value": CITY}, stream)), CITY)
+    # TGI clients often send the schema as a string.
+    as_string = {"type": "json", "value": json.dumps(CITY)}
+    jsonschema.validate(json.loads(tgi(peagle, as_string, stream)), CITY)
+    assert re.fullmatch(CODE, tgi(peagle, {"type": "regex", "value": CODE}, stream))
+
+
+@pytest.mark.parametrize(
+    ("grammar", "words"),
+    [
+        ("json", "'parameters.grammar' must be an object"),
+        ({"type": "ebnf", "value": "x"}, "'parameters.grammar' must be an object"),
+        ({"type": "json", "value": "{not json"}, "must be a JSON schema"),
+        ({"type": "json", "value": 3}, "a JSON schema object"),
+        ({"type": "regex", "value": ""}, "a non-empty pattern string"),
+    ],
+)
+def test_a_bad_tgi_grammar_is_refused_with_the_field(grammar, words):
+    with pytest.raises(RequestRefused) as refused:
+        completion_request({"inputs": "x", "parameters": {"grammar": grammar}}, "m")
+    assert refused.value.status == 400 and words in refused.value.message
+
+
+@pytest.mark.parametrize(
+    ("response_format", "words"),
+    [
+        ({"type": "json_schema"}, "json_schema"),
+        ({"type": "xml"}, "response_format"),
+        ("json", "response_format"),
+    ],
+)
+def test_a_malformed_response_format_is_a_400_that_names_the_field(peagle, response_format, words):
+    body = {"messages": PROMPT, "max_tokens": 8, "response_format": response_format}
+    answer = httpx.post(f"{peagle.url}/invocations", json=body, timeout=60)
+    assert answer.status_code == 400, answer.text
+    assert words in answer.json()["error"]["message"]
+    assert "Traceback" not in answer.text
