@@ -22,6 +22,9 @@ RUN --mount=type=secret,id=pip.conf,target=/etc/pip.conf \
         "datasets==5.1.0" "loguru==0.7.3" "hs-connectors==0.9.0" \
     && python3 -m pip install --no-cache-dir --no-deps "speculators==0.9.0" \
     && python3 -c "import speculators.train.cli, transformers, vllm"
+# Our fixes to vLLM itself (vllm_patches/), as in the serving image: the job runs vLLM too.
+COPY vllm_patches /tmp/vllm_patches/vllm_patches
+RUN PYTHONPATH=/tmp/vllm_patches python3 -m vllm_patches apply && rm -rf /tmp/vllm_patches
 COPY pyproject.toml ./
 COPY serving ./serving
 COPY training ./training
@@ -63,6 +66,11 @@ COPY --chmod=755 entrypoint.sh /usr/local/bin/entrypoint.sh
 WORKDIR /opt/program
 COPY serving/model_info_cache.py /tmp/model_info_cache.py
 RUN python3 -I /tmp/model_info_cache.py && rm /tmp/model_info_cache.py
+
+# Our fixes to vLLM itself (vllm_patches/, each described there), applied to the base's vLLM
+# source; the step fails if the patched code has moved. The patches are not kept in the image.
+COPY vllm_patches /tmp/vllm_patches/vllm_patches
+RUN PYTHONPATH=/tmp/vllm_patches python3 -m vllm_patches apply && rm -rf /tmp/vllm_patches
 
 # The front only: the benchmark and the demo-model trainer stay out of the image. Our code is
 # the last layer, so a code change rebuilds in seconds.

