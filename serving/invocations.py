@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from serving.chat_fields import check_chat_fields
 from serving.errors import RequestRefused
 from serving.tgi import TgiAnswer, completion_request, is_tgi
 
@@ -93,6 +94,8 @@ def plan(body: bytes, served_model_name: str) -> Edit:
             request, answer = completion_request(payload, served_model_name)
             return Edit(replacement=json.dumps(request, ensure_ascii=False).encode(), tgi=answer)
         check_kind(payload)
+        if "messages" in payload:
+            check_chat_fields(payload)
     except RequestRefused as refused:
         return Edit(refusal=(refused.status, refused.message))
     if "requestType" in payload or payload.get("model"):

@@ -1,0 +1,88 @@
+"""Our fixes to vLLM (vllm_patches/): applied to the installed vLLM, applied once, refused
+loudly when the code they patch has moved, and each one doing what it says."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.paths import REPO_ROOT
+from tests.support.containers import DEMO_ROOT
+from vllm_patches import Patch, PatchError, apply_patch, check, patches, state, vllm_root
+
+
+def test_every_patch_is_applied_to_the_installed_vllm():
+    assert set(check().values()) == {"applied"}, check()
+
+
+def unpatched_copy(patch: Patch, tmp_path: Path) -> Path:
+    """A vLLM tree holding the patched file as vLLM 0.32.0 ships it."""
+    text = (vllm_root() / patch.path).read_text()
+    for edit in patch.edits:
+        text = text.replace(edit.after, edit.before)
+    copy = tmp_path / patch.path
+    copy.parent.mkdir(parents=True)
+    copy.write_text(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize("patch", patches(), ids=lambda patch: patch.name)
+def test_a_patch_applies_once_to_the_code_it_was_written_for(patch, tmp_path):
+    root = unpatched_copy(patch, tmp_path)
+    assert state(patch, (root / patch.path).read_text()) == "unapplied"
+    assert apply_patch(patch, root) is True
+    assert (root / patch.path).read_text() == (vllm_root() / patch.path).read_text()
+    assert apply_patch(patch, root) is False
+
+
+@pytest.mark.parametrize("patch", patches(), ids=lambda patch: patch.name)
+def test_a_patch_whose_code_moved_stops_with_the_file_and_the_fix(patch, tmp_path):
+    root = unpatched_copy(patch, tmp_path)
+    path = root / patch.path
+    path.write_text(path.read_text().replace(patch.edits[0].before, "# moved upstream\n"))
+    with pytest.raises(PatchError) as refused:
+        apply_patch(patch, root)
+    assert str(path) in str(refused.value) and "moved" in str(refused.value)
+
+
+def test_the_make_target_and_both_image_stages_apply_the_patches():
+    assert "-m vllm_patches apply" in (REPO_ROOT / "Makefile").read_text()
+    dockerfile = (REPO_ROOT / "Dockerfile").read_text()
+    stages = dockerfile.split("\nFROM ")[1:]
+    assert [stage.split()[2] for stage in stages] == ["training", "serving"]
+    assert all("-m vllm_patches apply" in stage for stage in stages)
+    assert "!vllm_patches/" in (REPO_ROOT / ".dockerignore").read_text()
+
+
+# The grammar vLLM's xgrammar backend compiles for a forced hermes call, under the
+# container's disable_any_whitespace: one whitespace character between JSON tokens passes,
+# a run of newlines (what the demo target writes) does not.
+WHITESPACE = """
+import json, sys
+import xgrammar as xgr
+from transformers import AutoTokenizer
+from vllm.v1.structured_output.backend_xgrammar import bound_structural_tag_whitespace
+tokenizer = AutoTokenizer.from_pretrained(sys.argv[1])
+compiler = xgr.GrammarCompiler(xgr.TokenizerInfo.from_huggingface(tokenizer))
+schema = {"type": "object", "properties": {"city": {"enum": ["Paris", "Lima"]}}}
+tag = {"type": "structural_tag", "format": {"type": "tag", "content": {"type": "json_schema",
+       "json_schema": schema, "style": "json", "max_whitespace_cnt": None},
+       "begin": '<tool_call>\\n{"name": "f", "arguments": ', "end": "}\\n</tool_call>"}}
+grammar = compiler.compile_structural_tag(bound_structural_tag_whitespace(json.dumps(tag)))
+prefix = '<tool_call>\\n{"name": "f", "arguments": {"city"'
+print(json.dumps([xgr.GrammarMatcher(grammar).accept_string(prefix + gap)
+                  for gap in (": ", "\\n:", "\\n\\n\\n")]))
+"""
+
+
+def test_a_forced_tool_calls_arguments_allow_no_run_of_whitespace():
+    model = DEMO_ROOT / "model"
+    ran = subprocess.run(
+        [sys.executable, "-c", WHITESPACE, str(model)], capture_output=True, text=True
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert json.loads(ran.stdout.splitlines()[-1]) == [True, True, False]
