@@ -117,6 +117,16 @@ def test_the_image_holds_the_front_only(docker, image):
     assert found.stdout.strip() == "[True, False, False]", found.stderr
 
 
+def test_the_images_vllm_carries_our_fixes(docker, image):
+    # vllm_patches/ applied at build time (the patches themselves are not in the image).
+    found = run_image(
+        docker, image, "python3", "-c",
+        "from vllm.v1.structured_output import backend_xgrammar as b; "
+        "print(hasattr(b, 'bound_structural_tag_whitespace'))",
+    )  # fmt: skip
+    assert found.stdout.strip() == "True", found.stderr[-2000:]
+
+
 def test_other_commands_pass_through(docker, image):
     ran = run_image(docker, image, "bash", "-c", "echo $((6 * 7))")
     assert (ran.returncode, ran.stdout) == (0, "42\n")
