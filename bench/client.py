@@ -95,12 +95,20 @@ class StreamTimer:
 
 
 def choice_text(choice: Any, part: str) -> str:
-    """A choice's text: a chat choice's `delta` (streamed) or `message` content, or a
-    completion choice's `text`."""
+    """A choice's text: a chat choice's `delta` (streamed) or `message` content with its tool
+    calls' names and arguments after it, or a completion choice's `text`."""
     if not isinstance(choice, dict):
         return ""
-    content = (choice.get(part) or {}).get("content") if part in choice else choice.get("text")
-    return content if isinstance(content, str) else ""
+    if part not in choice:
+        text = choice.get("text")
+        return text if isinstance(text, str) else ""
+    message = choice.get(part) or {}
+    content = message.get("content")
+    text = content if isinstance(content, str) else ""
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {} if isinstance(call, dict) else {}
+        text += "".join(v for v in (function.get("name"), function.get("arguments")) if v)
+    return text
 
 
 def json_result(status: int, body: bytes, started: float, now: float) -> RequestResult:

@@ -1,10 +1,13 @@
 """The training corpus: CPython's own standard library, which every machine with Python has.
 
-Two kinds of documents, both from the same files:
+Three kinds of documents:
 - chat samples, one per documented function or method: the user sends the signature and
   docstring under the same instruction the benchmark sends with HumanEval prompts, and the
   assistant answers with the whole function. They teach the target the serving format.
 - raw source chunks, for plain code modelling.
+- tool-use conversations (model_data_sources/tool_use.py), spread evenly through the first
+  documents, which every recipe's training reaches: the target learns its template's
+  tool-call syntax.
 
 Everything is sorted and shuffled with a fixed seed, so the corpus is identical on every run
 of one Python version (its hash is part of the build's cache key).
@@ -19,6 +22,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+from model_data_sources import tool_use
 from model_data_sources.tokenizer import stdlib_dir
 
 # The benchmark's instruction (bench/prompts.py); repeated, not imported, so the builder
@@ -28,6 +32,12 @@ PACKAGES = ("asyncio", "collections", "concurrent/futures", "email", "http", "im
 PACKAGES += ("logging", "urllib")
 MAX_FUNCTION_CHARS = 1600
 RAW_CHUNK_CHARS = 1500
+# About 7% of the tokens the full recipe trains on: one after every TOOL_SPACING documents,
+# through the first 3,200, so that both recipes see them to the end of their training (the
+# full one reads about 2,900 documents, the quick one 1,700). Bunched at the start, the full
+# recipe's target forgot them: it wrote no call.
+TOOL_DOCUMENTS = 800
+TOOL_SPACING = 3
 
 
 @dataclass(frozen=True)
@@ -104,9 +114,10 @@ def chat_text(sample: ChatSample, with_answer: bool = True) -> str:
 class Corpus:
     train_documents: list[str]  # for the target's language modelling
     prompt_samples: list[ChatSample]  # held out of the target's training; the heads' prompts
+    tool_prompts: list[str]  # tool-use conversations up to the assistant's turn, rendered
 
 
-def build_corpus(seed: int, num_prompt_samples: int) -> Corpus:
+def build_corpus(seed: int, num_prompt_samples: int, num_tool_prompts: int = 0) -> Corpus:
     samples: list[ChatSample] = []
     chunks: list[str] = []
     for path in corpus_files():
@@ -120,4 +131,9 @@ def build_corpus(seed: int, num_prompt_samples: int) -> Corpus:
     prompt_samples, train_samples = samples[:num_prompt_samples], samples[num_prompt_samples:]
     documents = [chat_text(sample) for sample in train_samples] + chunks
     rng.shuffle(documents)
-    return Corpus(documents, prompt_samples)
+    # Short answers for the code questions among the tools: the conversation must fit a window.
+    code = [(s.prompt, s.answer) for s in train_samples if len(s.prompt + s.answer) < 600][:200]
+    for index, document in enumerate(tool_use.documents(seed, TOOL_DOCUMENTS, code)):
+        documents.insert(index * (TOOL_SPACING + 1), document)
+    tool_prompts = tool_use.prompts(seed + 1, num_tool_prompts, code)
+    return Corpus(documents, prompt_samples, tool_prompts)

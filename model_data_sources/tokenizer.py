@@ -1,7 +1,9 @@
-"""A small byte-level BPE tokenizer trained on the Python standard library.
+"""A small byte-level BPE tokenizer trained on the Python standard library and on tool-use
+conversations in the chat template (model_data_sources/tool_use.py), so that a conversation's
+roles, tool schemas and calls take few tokens.
 
-Every machine with CPython has the corpus, so the tokenizer is built offline and
-identically everywhere.
+Every machine with CPython has the corpus and the conversations are seeded, so the tokenizer
+is built offline and identically everywhere.
 """
 
 from __future__ import annotations
@@ -13,20 +15,15 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
+from model_data_sources import tool_use
+from model_data_sources.chat_template import CHAT_TEMPLATE
+
 BOS = "<|begin|>"
 EOS = "<|im_end|>"
 IM_START = "<|im_start|>"
 PAD = "<|pad|>"
 MASK = "<|mask|>"
 SPECIAL_TOKENS = [PAD, BOS, IM_START, EOS, MASK]
-
-# ChatML, the template most chat models on the Hub use.
-CHAT_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
 
 # A fixed, sorted list keeps the corpus (and so the merges) identical on every run.
 CORPUS_MODULES = [
@@ -56,9 +53,16 @@ def corpus_files() -> list[Path]:
     return [root / name for name in CORPUS_MODULES if (root / name).is_file()]
 
 
+# Tool-use conversations among the tokenizer's text (their seed differs from the target's
+# corpus); code questions in them stay unanswered, the stdlib supplies the code.
+TOOL_CONVERSATIONS = 300
+TOOL_SEED = 7
+
+
 def iter_corpus() -> Iterator[str]:
     for path in corpus_files():
         yield path.read_text(encoding="utf-8")
+    yield from tool_use.documents(TOOL_SEED, TOOL_CONVERSATIONS, [("def f():", "pass")])
 
 
 def build_tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:

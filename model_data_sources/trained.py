@@ -51,6 +51,9 @@ class Recipe:
     target_steps: int = 900
     target_lr: float = 3e-3
     prompts: int = 640
+    # Tool-use conversations among the heads' prompts (the target's calls), up to `window`
+    # tokens: schemas are long in this small vocabulary.
+    tool_prompts: int = 48
     eval_prompts: int = 64
     max_prompt_tokens: int = 192
     new_tokens: int = 128
@@ -84,6 +87,7 @@ QUICK = Recipe(
     head_layers=2,
     target_steps=600,
     prompts=320,
+    tool_prompts=24,
     eval_prompts=32,
     new_tokens=96,
     depth=4,
@@ -157,7 +161,7 @@ def build_trained(target_dir: Path, peagle_dir: Path, eagle3_dir: Path, recipe: 
 
     tokenizer = build_tokenizer(recipe.target.vocab_size)
     mask_id = tokenizer.convert_tokens_to_ids(MASK)
-    corpus = build_corpus(SEED, recipe.prompts)
+    corpus = build_corpus(SEED, recipe.prompts, recipe.tool_prompts)
     windows = training.token_windows(
         tokenizer,
         corpus.train_documents,
@@ -182,11 +186,17 @@ def build_trained(target_dir: Path, peagle_dir: Path, eagle3_dir: Path, recipe: 
     tokenizer.save_pretrained(target_dir)
     lap("target")
 
-    prompts = [
-        tokenizer(chat_text(sample, with_answer=False), add_special_tokens=False)["input_ids"]
-        for sample in corpus.prompt_samples
+    def tokens(text: str) -> list[int]:
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    code_prompts = [
+        tokens(chat_text(sample, with_answer=False)) for sample in corpus.prompt_samples
     ]
-    prompts = [prompt for prompt in prompts if len(prompt) <= recipe.max_prompt_tokens]
+    tool_prompts = [tokens(text) for text in corpus.tool_prompts]
+    # The held-out prompts (the last eval_prompts) are code, as the benchmark's are.
+    prompts = [prompt for prompt in tool_prompts if len(prompt) <= recipe.window] + [
+        prompt for prompt in code_prompts if len(prompt) <= recipe.max_prompt_tokens
+    ]
     with tqdm(total=len(prompts), desc="generate", unit="seq") as progress:
         sequences = training.generate_greedy(
             target, prompts, recipe.new_tokens, 96, tokenizer.pad_token_id, progress

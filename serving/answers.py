@@ -65,6 +65,22 @@ class Speculation:
         return [*named, (CUSTOM_ATTRIBUTES, attributes.encode())]
 
 
+def without_null_usage(answer: dict) -> dict | None:
+    """The answer with its `usage` entries that are null left out, or None when it has none.
+
+    vLLM's whole chat answers carry `"completion_tokens_details": null` unless a reasoning
+    parser runs. A null says nothing, and Strands Agents' SageMaker model (1.62) passes
+    `usage` as keyword arguments to a class that knows only the token counts and
+    `prompt_tokens_details`, so that key alone fails the agent's call. Its streams are fine:
+    vLLM leaves nulls out of stream chunks.
+    """
+    usage = answer.get("usage")
+    if not isinstance(usage, dict) or None not in usage.values():
+        return None
+    kept = {key: value for key, value in usage.items() if value is not None}
+    return {**answer, "usage": kept}
+
+
 def with_speculation(headers: RawHeaders, speculation: Speculation | None) -> RawHeaders:
     """The answer's headers plus the speculation ones; custom attributes the engine set stay."""
     if speculation is None:

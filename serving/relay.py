@@ -7,6 +7,7 @@ An engine that goes away turns into a JSON error (or an error event mid-stream).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -15,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from serving import sse
-from serving.answers import AnswerWatcher, with_speculation
+from serving.answers import AnswerWatcher, with_speculation, without_null_usage
 from serving.bodies import CLIENT_CLOSED
 from serving.capture import MAX_ANSWER_BYTES, Capture, Exchange
 from serving.engine_client import EngineAnswer, EngineClient, EngineError
@@ -135,6 +136,8 @@ class Relay:
         self.offer_capture(record, upstream, body, watcher)
         if tgi is not None and watcher.answer is not None:
             body = whole_answer(tgi, watcher.answer)
+        elif watcher.answer is not None and (tidy := without_null_usage(watcher.answer)):
+            body = json.dumps(tidy, ensure_ascii=False).encode()
         # Clients that read answers line by line (LangChain's SagemakerEndpoint) wait for a
         # newline that vLLM's JSON never ends with.
         body = body if body.endswith(b"\n") else body + b"\n"

@@ -22,7 +22,6 @@ import pytest
 from harness.host import host_environment
 from harness.paths import QUICK_DEMO_ROOT, RANDOM_DEMO_ROOT
 from image_build.build import CPU_IMAGE, CPU_TRAINING_IMAGE
-from tests.support.agents import agents_tree
 from tests.support.containers import (
     CAPTURE_DIR,
     DEMO_ROOT,
@@ -121,12 +120,6 @@ CONFIGURATIONS = {
     "quick": lambda: host_environment(
         OPT_ML_ROOT=str(QUICK_DEMO_ROOT), SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)
     ),
-    # The demo pair with a template that writes tool calls (tests/support/agents.py), as an
-    # agent's endpoint: P-EAGLE, and the target alone for the lossless comparison.
-    "agents": lambda: host_environment(
-        OPT_ML_ROOT=str(agents_tree()), SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)
-    ),
-    "agents_plain": lambda: host_environment(OPT_ML_ROOT=str(agents_tree())),
     # Containers that a test stops: one by SIGTERM, one by killing its engine.
     "drain": lambda: demo_env(SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)),
     # Its front outlives the engine by 10 s (3 by default), longer than the checks made
@@ -187,16 +180,6 @@ def plain(containers) -> Container:
 @pytest.fixture(scope="session")
 def quick(containers) -> Container:
     return containers["quick"]
-
-
-@pytest.fixture(scope="session")
-def agents(containers) -> Container:
-    return containers["agents"]
-
-
-@pytest.fixture(scope="session")
-def agents_plain(containers) -> Container:
-    return containers["agents_plain"]
 
 
 @pytest.fixture(scope="session")

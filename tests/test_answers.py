@@ -120,3 +120,14 @@ def test_a_container_without_speculation_adds_no_speculation_headers(plain):
     assert response.status_code == 200
     assert not [name for name in response.headers if name.startswith("x-speculation-")]
     assert "x-amzn-sagemaker-custom-attributes" not in response.headers
+
+
+def test_a_whole_answers_usage_carries_no_nulls(client: httpx.Client):
+    # vLLM writes "completion_tokens_details": null; Strands Agents' SageMaker model fails on
+    # any usage key it does not know (tests/test_agent_clients.py runs it).
+    answer = client.post("/invocations", json=CODE).json()
+    usage = answer["usage"]
+    assert None not in usage.values(), usage
+    assert usage["completion_tokens"] == 48 or answer["choices"][0]["finish_reason"] == "stop"
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+    assert answer["metrics"]["speculative_decoding"]["num_draft_tokens"] > 0

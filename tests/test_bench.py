@@ -208,6 +208,37 @@ def test_chat_answers_are_read_from_deltas_and_messages():
     assert json_result(200, body, 0.0, 0.5).text == "def f"
 
 
+def test_tool_calls_are_part_of_an_answers_text_streamed_or_whole():
+    # The sweep's lossless check compares texts: a call-only answer must not read as "".
+    timer = StreamTimer(started=0.0)
+    call = {"index": 0, "id": "c1", "function": {"name": "get_time", "arguments": ""}}
+    timer.feed(b"data: " + json.dumps({"choices": [{"delta": {"tool_calls": [call]}}]}).encode()
+               + b"\n\n", now=0.1)  # fmt: skip
+    rest = {"index": 0, "function": {"arguments": '{"city": "Lima"}'}}
+    timer.feed(b"data: " + json.dumps({"choices": [{"delta": {"tool_calls": [rest]}}]}).encode()
+               + b"\n\ndata: [DONE]\n\n", now=0.2)  # fmt: skip
+    assert timer.finish(now=0.2).text == 'get_time{"city": "Lima"}'
+    whole = {
+        "content": None,
+        "tool_calls": [{**call, "function": {**call["function"], **rest["function"]}}],
+    }
+    body = json.dumps({"choices": [{"message": whole}], "usage": {}}).encode()
+    assert json_result(200, body, 0.0, 0.5).text == 'get_time{"city": "Lima"}'
+
+
+def test_the_structured_workload_is_answered_whole_and_ended_by_its_grammars(peagle, tmp_path):
+    code = main([
+        "run", "--url", peagle.url, "--workload", "structured", "--num-prompts", "6",
+        "--max-tokens", "48", "--concurrency", "2", "--out-dir", str(tmp_path), "--name", "s",
+    ])  # fmt: skip
+    assert code == 0
+    (level,) = json.loads((tmp_path / "s.json").read_text())["levels"]
+    assert level["completed"] == 6 and level["failed"] == 0, level["errors"]
+    # No ignore_eos: the answers (calls and JSON) end before max_tokens.
+    assert 0 < level["output_tokens"] < 6 * 48
+    assert digest("") not in level["output_digests"]
+
+
 def test_stream_timer_reads_split_events_and_usage():
     timer = StreamTimer(started=0.0)
     timer.feed(b'data: {"choices":[{"text":"a"}]}\n\ndata: {"choi', now=0.1)

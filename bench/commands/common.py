@@ -75,6 +75,13 @@ def add_out_dir(parser: argparse.ArgumentParser) -> None:
 def add_prompt_args(parser: argparse.ArgumentParser, max_tokens: int = 128) -> None:
     group = parser.add_argument_group("prompts and generation")
     group.add_argument("--prompts", type=Path, help="JSONL of chat payloads (default: HumanEval)")
+    group.add_argument(
+        "--workload",
+        choices=["humaneval", "structured"],
+        default="humaneval",
+        help="humaneval (default), or structured: tool calls (auto, required) and JSON-schema "
+        "answers, each ended by its grammar (bench/structured.py)",
+    )
     group.add_argument("--num-prompts", type=int, help="use only the first N prompts")
     group.add_argument(
         "--api",
@@ -191,13 +198,25 @@ def serving_target(args: argparse.Namespace) -> Iterator[tuple[str | None, Conta
         yield container.url, container
 
 
+def structured(args: argparse.Namespace) -> bool:
+    return getattr(args, "workload", "humaneval") == "structured"
+
+
 def payloads_of(args: argparse.Namespace) -> list[dict[str, Any]]:
+    if structured(args):
+        if args.prompts is not None:
+            raise SystemExit("--workload structured brings its own prompts; leave out --prompts.")
+        from bench.structured import structured_payloads
+
+        return structured_payloads(args.num_prompts)
     return load_payloads(args.prompts, args.num_prompts, args.api)
 
 
 def sampled_payloads(args: argparse.Namespace, stream: bool = True) -> list[dict[str, Any]]:
+    # A grammar ends a structured answer: past it only EOS is allowed, so no ignore_eos.
+    ignore_eos = args.ignore_eos and not structured(args)
     return [
-        sampled(payload, args.max_tokens, args.temperature, args.ignore_eos, stream)
+        sampled(payload, args.max_tokens, args.temperature, ignore_eos, stream)
         for payload in payloads_of(args)
     ]
 

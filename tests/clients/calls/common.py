@@ -61,3 +61,35 @@ def report(cases: dict[str, Callable[[], str]]) -> None:
                 "trace": traceback.format_exc()[-3000:],
             }
     print(MARKER, json.dumps(results), sep="\n")
+
+
+# The agent cases (tests/test_agent_clients.py): one tool, a question it answers, and what the
+# tool says back. Enums bound the arguments, so every answer can be checked against them.
+TOOL_QUESTION = "What is the weather in Paris?"
+CITIES = ["Paris", "Tokyo", "Lima"]
+UNITS = ["celsius", "fahrenheit"]
+WEATHER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "enum": CITIES},
+        "unit": {"type": "string", "enum": UNITS},
+    },
+    "required": ["city", "unit"],
+}
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city now.",
+        "parameters": WEATHER_SCHEMA,
+    },
+}
+
+
+def weather(city: str, unit: str) -> str:
+    return json.dumps({"sky": "clear", "temp": 21 if unit == "celsius" else 70, "city": city})
+
+
+def outcome(calls: list, content: str | None = None, **more) -> str:
+    """A case's result as text: the calls made, each (name, parsed arguments), and the words."""
+    return json.dumps({"calls": calls, "content": content or None, **more})

@@ -86,14 +86,15 @@ def llm(stream: bool, stream_in_body: bool = True) -> str:
     return "".join(model.stream(PROMPT))
 
 
-report(
-    {
-        "ChatSagemakerEndpoint": lambda: chat(False),
-        "ChatSagemakerEndpoint stream": lambda: chat(True),
-        "SagemakerEndpoint": lambda: llm(False),
-        "SagemakerEndpoint stream": lambda: llm(True),
-        # A user who forgets "stream": true gets one JSON answer on the stream; its newline
-        # lets LangChain's line reader end instead of spinning.
-        "SagemakerEndpoint stream, no stream in body": lambda: llm(True, stream_in_body=False),
-    }
-)
+if __name__ == "__main__":
+    report(
+        {
+            "ChatSagemakerEndpoint": lambda: chat(False),
+            "ChatSagemakerEndpoint stream": lambda: chat(True),
+            "SagemakerEndpoint": lambda: llm(False),
+            "SagemakerEndpoint stream": lambda: llm(True),
+            # A user who forgets "stream": true gets one JSON answer on the stream; its newline
+            # lets LangChain's line reader end instead of spinning.
+            "SagemakerEndpoint stream, no stream in body": lambda: llm(True, stream_in_body=False),
+        }
+    )

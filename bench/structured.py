@@ -1,0 +1,41 @@
+"""The structured workload: what agents send. Tool-use requests of the kind the demo target
+learned (model_data_sources/tool_use.py, drawn with a seed of their own), in turn with
+`tool_choice` auto, with `required`, and without tools with the tool's arguments asked for as
+JSON under a strict `response_format` json_schema. Every answer is bound by a grammar, so
+drafts the grammar forbids are rejected: the workload shows what that does to acceptance.
+
+Answers end where the grammar or the model ends them (no ignore_eos: past the end of a
+structure the grammar allows nothing but EOS), so the runs are compared on the same greedy
+answers, not on a fixed length.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+SEED = 424242
+COUNT = 96
+KINDS = ("auto", "required", "json_schema")
+# Code questions answered without a call, as the corpus has them: the bench's own instruction.
+CODE = [("Complete the following Python function.\n\ndef add(a, b):\n", "```python\n```")]
+
+
+def structured_payloads(num_prompts: int | None = None) -> list[dict[str, Any]]:
+    from model_data_sources.tool_use import openings
+
+    payloads = []
+    for index, (messages, tools) in enumerate(openings(SEED, num_prompts or COUNT, CODE)):
+        kind = KINDS[index % len(KINDS)]
+        if kind == "json_schema":
+            function = tools[0]["function"]
+            schema = copy.deepcopy(function["parameters"])
+            schema["additionalProperties"] = False
+            response_format = {"name": function["name"], "schema": schema, "strict": True}
+            payloads.append({
+                "messages": messages,
+                "response_format": {"type": "json_schema", "json_schema": response_format},
+            })  # fmt: skip
+        else:
+            payloads.append({"messages": messages, "tools": tools, "tool_choice": kind})
+    return payloads
