@@ -17,15 +17,18 @@ class SpecCounters:
     accepted: float
     # vLLM's 0-based position label -> accepted tokens at that position, summed over engines.
     accepted_by_position: dict[int, float] = field(default_factory=dict)
+    # The same for draft tokens: fewer at the later positions when K changes between steps.
+    drafted_by_position: dict[int, float] = field(default_factory=dict)
 
 
 def parse_counters(text: str) -> SpecCounters:
-    totals, by_position = metrics.spec_decode_totals(text)
+    totals, accepted_by_position, drafted_by_position = metrics.spec_decode_totals(text)
     return SpecCounters(
         drafts=totals.get(metrics.DRAFTS, 0.0),
         draft_tokens=totals.get(metrics.DRAFT_TOKENS, 0.0),
         accepted=totals.get(metrics.ACCEPTED, 0.0),
-        accepted_by_position=dict(by_position),
+        accepted_by_position=dict(accepted_by_position),
+        drafted_by_position=dict(drafted_by_position),
     )
 
 
@@ -51,16 +54,23 @@ def acceptance_length(before: SpecCounters | None, after: SpecCounters | None) -
 def acceptance_per_position(
     before: SpecCounters | None, after: SpecCounters | None
 ) -> list[float] | None:
-    """Share of drafts whose token at position 1..K was accepted, in position order.
+    """Share of the draft tokens at position 1..K that were accepted, in position order.
 
     vLLM counts a position only when every earlier one was accepted too, so the rates fall
-    with position and sum to the acceptance length minus 1. None when the counters are
-    unreachable, nothing was drafted, or vLLM exports no per-position counter."""
+    with position; with one K throughout they sum to the acceptance length minus 1. None when
+    the counters are unreachable, nothing was drafted, or vLLM exports no per-position
+    counter."""
     if before is None or after is None or (drafts := after.drafts - before.drafts) <= 0:
         return None
     if not after.accepted_by_position:
         return None
-    return [
-        (accepted - before.accepted_by_position.get(position, 0.0)) / drafts
-        for position, accepted in sorted(after.accepted_by_position.items())
-    ]
+    rates = metrics.position_rates(
+        changes(after.accepted_by_position, before.accepted_by_position),
+        changes(after.drafted_by_position, before.drafted_by_position),
+        drafts,
+    )
+    return [rates[position] for position in sorted(rates)]
+
+
+def changes(after: dict[int, float], before: dict[int, float]) -> dict[int, float]:
+    return {position: value - before.get(position, 0.0) for position, value in after.items()}

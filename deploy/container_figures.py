@@ -57,7 +57,7 @@ def since(now: Counts, before: Counts) -> Counts:
 def counts(text: str) -> Counts:
     """The spec-decode counters as the front reads them (serving.metrics), and vLLM's
     request latency histogram and generated tokens."""
-    totals, by_position = spec_decode_totals(text, (DRAFTS,))
+    totals, by_position, _ = spec_decode_totals(text, (DRAFTS,))
     found = Counts(
         drafts=totals.get(DRAFTS, 0.0),
         # vLLM counts positions from 0; the figures name them from 1.

@@ -26,6 +26,11 @@ def position_metric(position: int) -> str:
     return f"AcceptanceRatePosition{position}"
 
 
+def drafts_with_k_metric(k: int) -> str:
+    """Drafts of exactly `k` tokens: the K in use, which a batch-size schedule changes."""
+    return f"DraftsWithK{k}"
+
+
 def dimension_sets(dimensions: dict[str, str]) -> list[list[str]]:
     """The variant's figures (every head it served), and with a head version, that head's."""
     variant = sorted(name for name in dimensions if name != HEAD_VERSION_DIMENSION)

@@ -2,8 +2,8 @@
 
 SageMaker ships the container's stdout to CloudWatch Logs, which turns each such line into
 metrics: speculation (acceptance rate, mean acceptance length, acceptance per draft
-position), output tokens/s, requests, errors, 429s and requests in flight, each for the
-interval just ended. The counters are the engine's and the front's cumulative ones; a
+position, drafts of each K), output tokens/s, requests, errors, 429s and requests in flight,
+each for the interval just ended. The counters are the engine's and the front's cumulative ones; a
 line carries their change since the previous line.
 """
 
@@ -24,6 +24,8 @@ from serving.metrics import (
     DRAFTS,
     SPEC_DECODE_COUNTERS,
     FrontMetrics,
+    drafts_by_k,
+    position_rates,
     spec_decode_totals,
 )
 
@@ -42,6 +44,7 @@ class Totals:
     draft_tokens: float = 0.0
     accepted: float = 0.0
     accepted_by_position: dict[int, float] = field(default_factory=dict)
+    drafted_by_position: dict[int, float] = field(default_factory=dict)
     generation_tokens: float = 0.0
     requests: float = 0.0
     errors: float = 0.0
@@ -50,14 +53,15 @@ class Totals:
 
 
 def engine_totals(engine_text: str) -> dict:
-    totals, by_position = spec_decode_totals(
+    totals, accepted_by_position, drafted_by_position = spec_decode_totals(
         engine_text, (*SPEC_DECODE_COUNTERS, GENERATION_TOKENS)
     )
     return {
         "drafts": totals.get(DRAFTS, 0.0),
         "draft_tokens": totals.get(DRAFT_TOKENS, 0.0),
         "accepted": totals.get(ACCEPTED, 0.0),
-        "accepted_by_position": by_position,
+        "accepted_by_position": accepted_by_position,
+        "drafted_by_position": drafted_by_position,
         "generation_tokens": totals.get(GENERATION_TOKENS, 0.0),
     }
 
@@ -93,6 +97,11 @@ def since(now: float, before: float) -> float:
     return now - before if now >= before else now
 
 
+def changes(now: dict[int, float], before: dict[int, float]) -> dict[int, float]:
+    """Each position's counter change over the interval."""
+    return {key: since(value, before.get(key, 0.0)) for key, value in now.items()}
+
+
 def document(
     before: Totals,
     now: Totals,
@@ -121,12 +130,14 @@ def document(
         accepted = since(now.accepted, before.accepted)
         values[cw.ACCEPTANCE_RATE] = (accepted / draft_tokens, "None")
         values[cw.MEAN_ACCEPTANCE_LENGTH] = (1.0 + accepted / drafts, "None")
-        for position in sorted(now.accepted_by_position):
-            accepted_here = since(
-                now.accepted_by_position[position], before.accepted_by_position.get(position, 0.0)
-            )
+        accepted_by_position = changes(now.accepted_by_position, before.accepted_by_position)
+        drafted_by_position = changes(now.drafted_by_position, before.drafted_by_position)
+        rates = position_rates(accepted_by_position, drafted_by_position, drafts)
+        for position in sorted(rates):
             # vLLM counts positions from 0; the metric names them as a person does, from 1.
-            values[cw.position_metric(position + 1)] = (accepted_here / drafts, "None")
+            values[cw.position_metric(position + 1)] = (rates[position], "None")
+        for k, count in sorted(drafts_by_k(drafted_by_position).items()):
+            values[cw.drafts_with_k_metric(k)] = (count, "Count")
     return {
         "_aws": {
             "Timestamp": timestamp_ms,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterator, Mapping
+from typing import NamedTuple
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -20,7 +21,10 @@ DRAFTS = "vllm:spec_decode_num_drafts"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
 ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 ACCEPTED_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
-
+# Draft tokens at each position (vllm_patches/draft_tokens_per_position.py): what makes
+# per-position acceptance right, and shows which K was drafted, when K changes between steps.
+DRAFTED_PER_POSITION = "vllm:spec_decode_num_draft_tokens_per_pos"
+PER_POSITION = (ACCEPTED_PER_POSITION, DRAFTED_PER_POSITION)
 
 SPEC_DECODE_COUNTERS = (DRAFTS, DRAFT_TOKENS, ACCEPTED)
 ENGINE_UP = "serving_engine_metrics_up"
@@ -41,25 +45,59 @@ def metric_total(text: str, name: str, labels: Mapping[str, str] | None = None) 
     return total
 
 
+class SpecDecodeTotals(NamedTuple):
+    totals: dict[str, float]  # counter name -> total over engines and labels
+    accepted_by_position: dict[int, float]  # vLLM's 0-based position -> accepted tokens
+    drafted_by_position: dict[int, float]  # vLLM's 0-based position -> draft tokens
+
+
 def spec_decode_totals(
     engine_text: str, counters: Collection[str] = SPEC_DECODE_COUNTERS
-) -> tuple[dict[str, float], dict[int, float]]:
+) -> SpecDecodeTotals:
     """Totals of the named counters (summed over engines and labels; the spec-decode ones
-    unless told), and accepted tokens by draft position (vLLM's, from 0), in one pass."""
+    unless told), and accepted and draft tokens by draft position, in one pass."""
     totals: dict[str, float] = defaultdict(float)
-    by_position: dict[int, float] = defaultdict(float)
+    by_position: dict[str, dict[int, float]] = {name: defaultdict(float) for name in PER_POSITION}
     for family in text_string_to_metric_families(engine_text):
-        if family.name not in counters and family.name != ACCEPTED_PER_POSITION:
+        if family.name not in counters and family.name not in by_position:
             continue
         for sample in family.samples:
             if not sample.name.endswith("_total"):
                 continue
-            if family.name == ACCEPTED_PER_POSITION:
+            if family.name in by_position:
                 if (position := sample.labels.get("position", "")).isdigit():
-                    by_position[int(position)] += sample.value
+                    by_position[family.name][int(position)] += sample.value
             else:
                 totals[family.name] += sample.value
-    return totals, by_position
+    return SpecDecodeTotals(
+        totals, by_position[ACCEPTED_PER_POSITION], by_position[DRAFTED_PER_POSITION]
+    )
+
+
+def position_rates(
+    accepted_by_position: Mapping[int, float],
+    drafted_by_position: Mapping[int, float],
+    drafts: float,
+) -> dict[int, float]:
+    """Acceptance at each draft position (0-based): accepted there / drafted there. Without
+    vLLM's drafted counter (an unpatched vLLM), accepted there / all drafts, which is the same
+    only while every draft has the same K."""
+    rates = {}
+    for position, accepted in accepted_by_position.items():
+        drafted = drafted_by_position.get(position, drafts) if drafted_by_position else drafts
+        rates[position] = accepted / drafted if drafted > 0 else 0.0
+    return rates
+
+
+def drafts_by_k(drafted_by_position: Mapping[int, float]) -> dict[int, float]:
+    """Drafts of exactly k tokens, k from 1: those that reached position k-1 but not k. With
+    a batch-size schedule this is which K the engine drafted (steps with K=0 draft nothing
+    and are not counted)."""
+    positions = sorted(drafted_by_position)
+    return {
+        position + 1: drafted_by_position[position] - drafted_by_position.get(position + 1, 0.0)
+        for position in positions
+    }
 
 
 class EngineUpCollector(Collector):
@@ -85,7 +123,7 @@ class SpecDecodeCollector(Collector):
         self.engine_text = engine_text
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        totals, by_position = spec_decode_totals(self.engine_text)
+        totals, accepted_by_position, drafted_by_position = spec_decode_totals(self.engine_text)
         drafts, draft_tokens = totals.get(DRAFTS, 0.0), totals.get(DRAFT_TOKENS, 0.0)
         accepted = totals.get(ACCEPTED, 0.0)
         if not drafts:
@@ -102,12 +140,23 @@ class SpecDecodeCollector(Collector):
         )
         per_position = GaugeMetricFamily(
             "serving_spec_decode_position_acceptance_rate",
-            "Share of drafts whose token at this position (0-based) was accepted.",
+            "Share of the draft tokens at this position (0-based) that were accepted.",
             labels=["position"],
         )
-        for position in sorted(by_position):
-            per_position.add_metric([str(position)], by_position[position] / drafts)
+        rates = position_rates(accepted_by_position, drafted_by_position, drafts)
+        for position in sorted(rates):
+            per_position.add_metric([str(position)], rates[position])
         yield per_position
+        if drafted_by_position:
+            by_k = GaugeMetricFamily(
+                "serving_spec_decode_drafts_by_k",
+                "Drafts of exactly k tokens since the engine started: the K in use, which a "
+                "batch-size schedule changes from step to step.",
+                labels=["k"],
+            )
+            for k, count in sorted(drafts_by_k(drafted_by_position).items()):
+                by_k.add_metric([str(k)], count)
+            yield by_k
 
 
 class FrontMetrics:

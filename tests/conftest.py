@@ -27,6 +27,8 @@ from tests.support.containers import (
     DEMO_ROOT,
     PEAGLE_CONFIG,
     PEAGLE_MAX_CONCURRENT,
+    SCHEDULE_MAX_NUM_SEQS,
+    SCHEDULED_CONFIG,
     TRAINED,
     Container,
     ImageContainer,
@@ -120,6 +122,11 @@ CONFIGURATIONS = {
     "quick": lambda: host_environment(
         OPT_ML_ROOT=str(QUICK_DEMO_ROOT), SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)
     ),
+    # P-EAGLE with a K for each batch size, from K=7 alone down to no drafts at 5 or more.
+    "scheduled": lambda: demo_env(
+        SM_VLLM_SPECULATIVE_CONFIG=json.dumps(SCHEDULED_CONFIG),
+        SM_VLLM_MAX_NUM_SEQS=str(SCHEDULE_MAX_NUM_SEQS),
+    ),
     # Containers that a test stops: one by SIGTERM, one by killing its engine.
     "drain": lambda: demo_env(SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)),
     # Its front outlives the engine by 10 s (3 by default), longer than the checks made
@@ -175,6 +182,11 @@ def peagle(containers) -> Container:
 @pytest.fixture(scope="session")
 def plain(containers) -> Container:
     return containers["plain"]
+
+
+@pytest.fixture(scope="session")
+def scheduled(containers) -> Container:
+    return containers["scheduled"]
 
 
 @pytest.fixture(scope="session")

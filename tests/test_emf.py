@@ -66,6 +66,25 @@ def test_an_interval_with_drafts_reports_acceptance_per_position():
     assert line["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["EndpointName", "VariantName"]]
 
 
+def test_when_k_changes_between_steps_each_position_is_rated_on_its_own_drafts():
+    """A batch-size schedule mixes K: over the interval 6 drafts of K=3 and 4 of K=1. Position
+    2 and 3 were drafted 6 times, not 10: their rates are over those 6, and the line counts the
+    drafts of each K."""
+    before = Totals(drafts=0, draft_tokens=0, accepted=0)
+    now = Totals(
+        drafts=10,
+        draft_tokens=22,
+        accepted=12,
+        accepted_by_position={0: 8, 1: 3, 2: 1},
+        drafted_by_position={0: 10, 1: 6, 2: 6},
+    )
+    line = document(before, now, 10.0, 0, {"EndpointName": "e", "VariantName": "v"}, 1)
+    check_emf(line)
+    assert [line[f"AcceptanceRatePosition{p}"] for p in (1, 2, 3)] == [0.8, 0.5, round(1 / 6, 6)]
+    assert (line["DraftsWithK1"], line["DraftsWithK2"], line["DraftsWithK3"]) == (4, 0, 6)
+    assert line["MeanAcceptanceLength"] == 1 + 12 / 10
+
+
 def test_a_head_version_adds_a_dimension_set_and_keeps_the_variants():
     dimensions = {"EndpointName": "e", "VariantName": "v", "HeadVersion": "20250601120000"}
     line = document(Totals(), Totals(requests=1), 60.0, 0, dimensions, 1)

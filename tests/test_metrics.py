@@ -7,7 +7,13 @@ import json
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from serving.metrics import ENGINE_UP, FrontMetrics, metric_total, spec_decode_totals
+from serving.metrics import (
+    ENGINE_UP,
+    FrontMetrics,
+    drafts_by_k,
+    metric_total,
+    spec_decode_totals,
+)
 
 CHAT = {"messages": [{"role": "user", "content": "Write a loop."}], "max_tokens": 24}
 
@@ -78,10 +84,11 @@ def test_metrics_parse_and_carry_ours_and_the_engines(client: httpx.Client):
 
 
 def test_acceptance_gauges_agree_with_vllms_counters(client: httpx.Client):
+    before = spec_decode_totals(client.get("/metrics").text)
     client.post("/invocations", json=CHAT)
     text = client.get("/metrics").text
     values = samples(text)
-    totals, by_position = spec_decode_totals(text)
+    totals, by_position, drafted_by_position = spec_decode_totals(text)
     drafts = totals["vllm:spec_decode_num_drafts"]
     accepted = totals["vllm:spec_decode_num_accepted_tokens"]
     assert drafts > 0
@@ -96,6 +103,21 @@ def test_acceptance_gauges_agree_with_vllms_counters(client: httpx.Client):
     }
     assert positions == {"0", "1", "2"}
     assert set(by_position) == {0, 1, 2}
+    # vllm_patches/draft_tokens_per_position.py: over this request (no grammar to cut its
+    # drafts), every draft had all K=3 tokens, and the front counts drafts of each K.
+    new_drafts = drafts - before.totals.get("vllm:spec_decode_num_drafts", 0.0)
+    assert new_drafts > 0
+    assert {
+        position: value - before.drafted_by_position.get(position, 0.0)
+        for position, value in drafted_by_position.items()
+    } == {0: new_drafts, 1: new_drafts, 2: new_drafts}
+    by_k = {
+        dict(labels)["k"]: value
+        for (name, labels), value in values.items()
+        if name == "serving_spec_decode_drafts_by_k"
+    }
+    assert set(by_k) == {"1", "2", "3"}
+    assert by_k["3"] - drafts_by_k(before.drafted_by_position).get(3, 0.0) == new_drafts
 
 
 def test_no_acceptance_gauges_without_speculation(plain):

@@ -85,9 +85,17 @@ def apply_patch(patch: Patch, root: Path) -> bool:
 
 
 def patches() -> list[Patch]:
-    from vllm_patches import structural_tag_whitespace
+    from vllm_patches import (
+        draft_tokens_per_position,
+        parallel_drafting_dynamic_k,
+        structural_tag_whitespace,
+    )
 
-    return [structural_tag_whitespace.PATCH]
+    return [
+        structural_tag_whitespace.PATCH,
+        parallel_drafting_dynamic_k.PATCH,
+        draft_tokens_per_position.PATCH,
+    ]
 
 
 def apply(root: Path | None = None) -> list[str]:

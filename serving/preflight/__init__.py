@@ -7,7 +7,8 @@ method decides whether there is a drafter, and only "eagle3" heads get the EAGLE
 P-EAGLE checks.
 
 Data flows one way through the modules: vllm_facts -> speculative_config -> target ->
-drafter (finding and reading the head) -> heads (with aux_layers and p_eagle).
+drafter (finding and reading the head) -> heads (with aux_layers and p_eagle) ->
+batch_schedule (K per batch size, against the head's depth).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from serving.engine_args.flags import shortcut_flags
+from serving.preflight.batch_schedule import check_batch_schedule
 from serving.preflight.cpu_build import check_cpu_preload
 from serving.preflight.cuda_driver import check_cuda_driver
 from serving.preflight.drafter import load_head, local_drafter_dir, read_head_config
@@ -57,15 +59,20 @@ def check_speculation(
     if target is not None:
         check_target_architecture(target, speculation.method, settings.engine_flags, errors)
     head_dir = local_drafter_dir(speculation, settings, errors, warnings)
+    trained_positions = None
     if head_dir is not None and speculation.method == "eagle3":
         head, tensors = load_head(head_dir, errors)
         if head is not None:
             check_head(head, tensors, target, speculation, errors, warnings)
+            trained_positions = head.trained_positions
     elif head_dir is not None and speculation.method in SPECULATIVE_METHODS:
         # Other methods' drafters are vLLM's to check, so problems reading one as an EAGLE
         # head are dropped; only an EAGLE-3 head is surely wrong for them.
         head = read_head_config(head_dir, errors=[])
         check_not_an_eagle3_head(head, speculation.method, errors)
+    speculation.batch_schedule = check_batch_schedule(
+        config, settings.engine_flags, trained_positions, errors
+    )
     return speculation
 
 

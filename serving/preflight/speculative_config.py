@@ -35,6 +35,8 @@ class Speculation:
     model_given: bool = False
     aux_layers: str = "?"
     draft_vocab_size: int | None = None
+    # The batch-size schedule for K, as "1-4:7,5-64:0" (batch_schedule.py), when one is set.
+    batch_schedule: str | None = None
 
     @property
     def drafter(self) -> str:
@@ -50,7 +52,8 @@ class Speculation:
             f"speculation: method={self.method or '?'} "
             f"p-eagle={'on' if self.parallel_drafting else 'off'} "
             f"K={self.num_speculative_tokens if self.num_speculative_tokens else '?'} "
-            f"drafter={self.drafter} aux_layers={self.aux_layers} "
+            + (f"K_by_batch_size={self.batch_schedule} " if self.batch_schedule else "")
+            + f"drafter={self.drafter} aux_layers={self.aux_layers} "
             f"draft_vocab={self.draft_vocab_size or '?'}"
         )
 

@@ -33,6 +33,16 @@ PEAGLE_MAX_CONCURRENT = 8
 # How long a vLLM metric may be missing from the front's scrapes before a test fails.
 ENGINE_SCRAPE_SECONDS = 60
 PEAGLE_CONFIG = {"method": "eagle3", "num_speculative_tokens": 3, "parallel_drafting": True}
+# K by batch size (num_speculative_tokens_per_batch_size): the largest K, one in between, K=1
+# (the proposer's one-slot path) and no drafts, each for a range tests/test_batch_schedule.py
+# moves the batch size across.
+SCHEDULE_MAX_NUM_SEQS = 16
+SCHEDULED_CONFIG = {
+    "method": "eagle3",
+    "num_speculative_tokens": 7,
+    "parallel_drafting": True,
+    "num_speculative_tokens_per_batch_size": [[1, 1, 7], [2, 2, 3], [3, 4, 1], [5, 16, 0]],
+}
 
 
 class Probes:
