@@ -2,6 +2,8 @@
 
   run         concurrency sweep against a URL or a SageMaker endpoint
   sweep       no speculation / EAGLE-3 K=3,5,7 / P-EAGLE K=3,5,7 on local containers
+  crossover   no speculation and P-EAGLE at each K side by side at each concurrency: the
+              fastest K per load, the batch-size schedule following it, the config to deploy
   overhead    the same load to the engine's Unix socket and through the front, interleaved
   crosscheck  our output tok/s and TTFT against `vllm bench serve` on the same endpoint
   load        N clients for T seconds; counts completed, refused, errors, lost; /ping latency
@@ -28,6 +30,7 @@ from bench.commands import (
     ab,
     coldstart,
     crosscheck,
+    crossover,
     fault,
     image,
     load,
@@ -40,7 +43,8 @@ from bench.commands import (
 )
 
 COMMANDS = (
-    run, sweep, overhead, crosscheck, load, coldstart, image, fault, retrain, ab, shadow, train_head
+    run, sweep, crossover, overhead, crosscheck, load, coldstart, image, fault, retrain, ab,
+    shadow, train_head,
 )  # fmt: skip
 
 

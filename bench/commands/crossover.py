@@ -1,0 +1,211 @@
+"""`crossover`: no speculation and P-EAGLE at each K, side by side at each concurrency, on
+local containers or SageMaker endpoints; the envelope, the schedule that follows it, and the
+SM_VLLM_SPECULATIVE_CONFIG to deploy (bench/crossover.py)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from bench.commands.common import (
+    add_command,
+    add_local_args,
+    drafter_of,
+    int_list,
+    sampled_payloads,
+    settings_of,
+)
+from bench.crossover import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_K,
+    DEFAULT_MAX_NUM_SEQS,
+    DEFAULT_MIN_GAIN,
+    name_of,
+)
+
+HELP = (
+    "no speculation and P-EAGLE at each K, side by side at each concurrency: the fastest K per "
+    "load, the batch-size schedule that follows it, and the SM_VLLM_SPECULATIVE_CONFIG to deploy"
+)
+
+
+def add_parser(commands: Any) -> None:
+    parser = add_command(commands, "crossover", command, HELP, max_tokens=64)
+    parser.add_argument(
+        "--k",
+        type=int_list,
+        help="draft lengths (default 1,2,3,5,7 up to the head's trained depth)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int_list,
+        default=list(DEFAULT_CONCURRENCY),
+        help="levels, default 1,2,4,8,16,32,64",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="interleaved rounds (default %(default)s)"
+    )
+    parser.add_argument(
+        "--min-gain",
+        type=float,
+        default=DEFAULT_MIN_GAIN,
+        help="how much faster than no speculation a K must be to be chosen (default "
+        "%(default)s: 3%%)",
+    )
+    parser.add_argument(
+        "--max-num-seqs",
+        type=int,
+        default=DEFAULT_MAX_NUM_SEQS,
+        help="where the schedule's last range ends: the endpoint's SM_VLLM_MAX_NUM_SEQS "
+        "(default %(default)s, vLLM's largest default)",
+    )
+    endpoints = parser.add_argument_group("SageMaker endpoints instead of local containers")
+    endpoints.add_argument(
+        "--endpoint",
+        action="append",
+        default=[],
+        metavar="K=NAME",
+        help="an endpoint serving the same head at K (0: no speculation); one per K, repeat",
+    )
+    endpoints.add_argument("--region", help="AWS region of the endpoints")
+    endpoints.add_argument("--endpoint-url", help="SageMaker Runtime's URL (default: AWS's)")
+    add_local_args(parser.add_argument_group("local containers"))
+
+
+def trained_depth(head_dir: Path) -> int | None:
+    from serving.preflight.drafter import read_head_config
+
+    head = read_head_config(head_dir, errors=[])
+    depth = None if head is None else head.trained_positions
+    return depth if isinstance(depth, int) and not isinstance(depth, bool) else None
+
+
+def parse_endpoints(items: list[str]) -> dict[int, str]:
+    endpoints = {}
+    for item in items:
+        k, separator, name = item.partition("=")
+        if not separator or not k.isdigit() or not name:
+            raise SystemExit(f"--endpoint {item!r} is not K=NAME; e.g. --endpoint 3=qwen-k3.")
+        endpoints[int(k)] = name
+    if 0 not in endpoints:
+        raise SystemExit("--endpoint: give the endpoint without speculation too, as 0=NAME.")
+    return endpoints
+
+
+def measure_endpoints(
+    endpoints: dict[int, str], args: argparse.Namespace, payloads: list[dict[str, Any]]
+) -> dict[str, dict[int, list[dict[str, Any]]]]:
+    from bench.side_by_side import measure_rounds
+    from bench.targets import SageMakerTarget
+
+    async def all_of_them() -> dict[str, dict[int, list[dict[str, Any]]]]:
+        targets = {
+            name_of(k): SageMakerTarget(
+                name, args.region, max(args.concurrency) + 8, args.endpoint_url
+            )
+            for k, name in sorted(endpoints.items())
+        }
+        try:
+            return await measure_rounds(targets, payloads, args.concurrency, args.rounds)
+        finally:
+            for target in targets.values():
+                await target.aclose()
+
+    return asyncio.run(all_of_them())
+
+
+def measure_local(
+    ks: list[int], args: argparse.Namespace, payloads: list[dict[str, Any]]
+) -> dict[str, dict[int, list[dict[str, Any]]]]:
+    from bench.configuration import Configuration, LocalContainer
+    from bench.side_by_side import measure_side_by_side
+
+    drafter = drafter_of(args)
+    containers = {
+        name_of(k): LocalContainer(
+            Configuration("peagle", k, drafter) if k else Configuration("none"),
+            opt_ml_root=args.opt_ml_root.absolute(),
+            log_path=args.out_dir / "logs" / f"crossover-{name_of(k)}.log",
+            enforce_eager=args.enforce_eager,
+        )
+        for k in [0, *ks]
+    }
+    return measure_side_by_side(containers, payloads, args.concurrency, args.rounds)
+
+
+def command(args: argparse.Namespace) -> int:
+    from bench import crossover
+    from bench.report import write_json
+
+    endpoints = parse_endpoints(args.endpoint) if args.endpoint else None
+    if endpoints:
+        ks = sorted(k for k in endpoints if k)
+    else:
+        depth = trained_depth(drafter_of(args))
+        ks = args.k or [k for k in DEFAULT_K if depth is None or k <= depth]
+        if depth is not None and (too_deep := [k for k in ks if k > depth]):
+            raise SystemExit(f"--k {too_deep}: the head was trained for K up to {depth}.")
+    payloads = sampled_payloads(args)
+    if endpoints:
+        measured = measure_endpoints(endpoints, args, payloads)
+    else:
+        measured = measure_local(ks, args, payloads)
+    rounds = {
+        k: {
+            level: [run["output_tokens_per_s"] for run in runs]
+            for level, runs in measured[name_of(k)].items()
+        }
+        for k in [0, *ks]
+    }
+    tokens_per_s = {
+        k: {level: median(values) if values else None for level, values in by_level.items()}
+        for k, by_level in rounds.items()
+    }
+    best = crossover.envelope(tokens_per_s, args.min_gain)
+    ranges = crossover.schedule(best, args.max_num_seqs)
+    config = crossover.speculative_config(ranges)
+    out = args.out_dir
+    crossover.plot(tokens_per_s, best, out / "crossover.png")
+    write_json(
+        out / "crossover.json",
+        {
+            "settings": settings_of(args),
+            "tokens_per_s_rounds": rounds,
+            "envelope": best,
+            "schedule": ranges,
+            "speculative_config": config,
+        },
+    )
+    deploy_text = json.dumps(config) if config else None
+    (out / "speculative-config.json").write_text(json.dumps(config, indent=2) + "\n")
+    text = "\n\n".join(
+        [
+            f"# Crossover: median output tokens/s over {args.rounds} interleaved rounds, and "
+            "each K against no speculation (range over the rounds); the envelope in bold",
+            crossover.table(tokens_per_s, crossover.ratio_spread(rounds), best),
+            "Envelope: "
+            + ", ".join(f"c={level} {name_of(k)}" for level, k in sorted(best.items())),
+            "Schedule (batch sizes, K): " + json.dumps(ranges),
+            (
+                f"Deploy with SM_VLLM_SPECULATIVE_CONFIG='{deploy_text}'"
+                + (
+                    f" and SM_VLLM_MAX_NUM_SEQS={args.max_num_seqs}"
+                    if args.max_num_seqs != DEFAULT_MAX_NUM_SEQS
+                    else ""
+                )
+                + f", or `sagemaker-peagle-deploy deploy --speculative-config "
+                f"{out / 'speculative-config.json'}`."
+                if config
+                else "No K beat no speculation by the margin at any level: deploy without "
+                "speculation here, or train a head with higher acceptance."
+            ),
+        ]
+    )
+    (out / "crossover.md").write_text(text + "\n")
+    print(text)
+    print(f"\nwrote {out}/crossover.md, crossover.json, crossover.png and speculative-config.json")
+    return 0
