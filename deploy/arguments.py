@@ -59,8 +59,14 @@ def parser() -> argparse.ArgumentParser:
     deploy.add_argument(
         "--k",
         type=int,
-        default=DEFAULT_NUM_SPECULATIVE_TOKENS,
-        help="num_speculative_tokens (default %(default)s)",
+        help=f"num_speculative_tokens (default {DEFAULT_NUM_SPECULATIVE_TOKENS})",
+    )
+    deploy.add_argument(
+        "--speculative-config",
+        type=Path,
+        metavar="FILE",
+        help="K by batch size from `python -m bench crossover` (its speculative-config.json): "
+        "num_speculative_tokens and num_speculative_tokens_per_batch_size, instead of --k",
     )
     deploy.add_argument(
         "--env",

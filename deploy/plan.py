@@ -67,6 +67,8 @@ class Plan:
     component: Component | None = None
     autoscaling: Autoscaling | None = None
     guard: Guard = field(default_factory=Guard)
+    # K by batch size ([first, last, K] ranges; num_speculative_tokens is the largest K).
+    batch_schedule: tuple[tuple[int, int, int], ...] | None = None
 
     @property
     def head_version(self) -> str:

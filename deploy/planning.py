@@ -5,17 +5,19 @@ option, or (the one call) the S3 listing."""
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 
 from deploy import inputs, names
 from deploy.clients import Connection
 from deploy.errors import UsageError
 from deploy.model_dirs import directory_bytes
-from deploy.plan import Autoscaling, Component, Guard, Plan
+from deploy.plan import DEFAULT_NUM_SPECULATIVE_TOKENS, Autoscaling, Component, Guard, Plan
 from deploy.requests import speculative_config
 from deploy.s3 import S3Prefix, prefix_bytes
 from deploy.sizing import GB, size_for
 from serving.preflight.cuda_driver import ami_for, ami_problem
+from serving.variables import BATCH_SCHEDULE_KEY
 
 
 def autoscaling_of(args: argparse.Namespace, problems: list[str]) -> Autoscaling | None:
@@ -92,6 +94,38 @@ def model_bytes(
     return found
 
 
+def speculation_of(
+    args: argparse.Namespace, problems: list[str]
+) -> tuple[int, tuple[tuple[int, int, int], ...] | None]:
+    """K, and K by batch size when --speculative-config names a file (bench crossover's)."""
+    if args.speculative_config is None:
+        k = DEFAULT_NUM_SPECULATIVE_TOKENS if args.k is None else args.k
+        if k < 1:
+            problems.append(f"--k {k} is not a draft length; use 1 or more (7 suits P-EAGLE).")
+        return k, None
+    where = f"--speculative-config {args.speculative_config}"
+    if args.k is not None:
+        problems.append(f"--k and {where} both set K; give one (the file holds K by batch size).")
+    try:
+        config = json.loads(args.speculative_config.read_text())
+    except (OSError, ValueError) as error:
+        problems.append(
+            f"{where}: cannot read it as JSON ({error}); give the file "
+            "`python -m bench crossover` wrote (speculative-config.json)."
+        )
+        return DEFAULT_NUM_SPECULATIVE_TOKENS, None
+    k = config.get("num_speculative_tokens") if isinstance(config, dict) else None
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        problems.append(
+            f"{where}: no num_speculative_tokens of 1 or more; it is not a P-EAGLE "
+            "config (bench crossover writes null when no K beat no speculation)."
+        )
+        return DEFAULT_NUM_SPECULATIVE_TOKENS, None
+    schedule = config.get(BATCH_SCHEDULE_KEY)
+    # Its shape is for the preflight of --target-dir/--head-dir (and the container's) to judge.
+    return k, tuple(tuple(entry) for entry in schedule) if isinstance(schedule, list) else None
+
+
 def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connection | None]) -> Plan:
     """The Plan, or UsageError listing every problem with the options (all of them found
     before connecting, so a missing credential does not hide a bad option)."""
@@ -108,8 +142,12 @@ def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connectio
     target = inputs.checked_prefix("--target-uri", args.target_uri, problems)
     head = inputs.checked_prefix("--head-uri", args.head_uri, problems)
     environment = inputs.parse_environment(args.env, problems)
-    if args.k < 1:
-        problems.append(f"--k {args.k} is not a draft length; use 1 or more (7 suits P-EAGLE).")
+    k, batch_schedule = speculation_of(args, problems)
+    given = (
+        f"--k {k}"
+        if args.speculative_config is None
+        else f"--speculative-config {args.speculative_config}"
+    )
     for option, value in (
         ("--instance-count", args.instance_count),
         ("--accelerators", args.accelerators),
@@ -132,11 +170,10 @@ def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connectio
         from serving.preflight.pair import speculation_problems
 
         found = speculation_problems(
-            args.target_dir, args.head_dir, speculative_config(args.k), environment
+            args.target_dir, args.head_dir, speculative_config(k, batch_schedule), environment
         )
         problems += [
-            f"preflight of --target-dir and --head-dir with --k {args.k}: {problem}"
-            for problem in found
+            f"preflight of --target-dir and --head-dir with {given}: {problem}" for problem in found
         ]
     if problems:
         raise UsageError(problems)
@@ -153,7 +190,8 @@ def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connectio
         role_arn=args.role,
         target=target,
         head=head,
-        num_speculative_tokens=args.k,
+        num_speculative_tokens=k,
+        batch_schedule=batch_schedule,
         instance_type=args.instance_type,
         instance_count=args.instance_count,
         sizing=size_for(model_bytes(args, target, head, connection_for), args.instance_type),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from deploy import names
@@ -17,6 +18,7 @@ from deploy.plan import Autoscaling, Plan
 from deploy.s3 import S3Prefix
 from serving import paths
 from serving.variables import (
+    BATCH_SCHEDULE_KEY,
     ENDPOINT_NAME_VAR,
     HEAD_VERSION_VAR,
     SPECULATIVE_CONFIG_VAR,
@@ -43,19 +45,27 @@ VARIANT_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
 COMPONENT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
 
 
-def speculative_config(num_speculative_tokens: int) -> dict[str, Any]:
-    """P-EAGLE in vLLM: EAGLE-3 with parallel drafting, the head from the eagle channel."""
-    return {
+def speculative_config(
+    num_speculative_tokens: int, batch_schedule: Sequence[Sequence[int]] | None = None
+) -> dict[str, Any]:
+    """P-EAGLE in vLLM: EAGLE-3 with parallel drafting, the head from the eagle channel, and
+    K by batch size when a schedule is given."""
+    config: dict[str, Any] = {
         "model": HEAD_MOUNT,
         "method": "eagle3",
         "num_speculative_tokens": num_speculative_tokens,
         "parallel_drafting": True,
     }
+    if batch_schedule:
+        config[BATCH_SCHEDULE_KEY] = [list(entry) for entry in batch_schedule]
+    return config
 
 
 def environment(plan: Plan) -> dict[str, str]:
     return {
-        SPECULATIVE_CONFIG_VAR: json.dumps(speculative_config(plan.num_speculative_tokens)),
+        SPECULATIVE_CONFIG_VAR: json.dumps(
+            speculative_config(plan.num_speculative_tokens, plan.batch_schedule)
+        ),
         # SageMaker does not tell a container its endpoint: the CloudWatch metrics the
         # container writes (EMF) carry these as dimensions.
         ENDPOINT_NAME_VAR: plan.endpoint_name,

@@ -13,14 +13,18 @@ import json
 from typing import Any
 
 from serving.engine_args.flags import flag_value
-from serving.variables import SPECULATIVE_CONFIG_VAR, VLLM_PREFIX
+from serving.variables import (
+    BATCH_SCHEDULE_KEY,
+    DATA_PARALLEL_SIZE_VAR,
+    MAX_NUM_SEQS_VAR,
+    SPECULATIVE_CONFIG_VAR,
+)
 
-KEY = "num_speculative_tokens_per_batch_size"
+KEY = BATCH_SCHEDULE_KEY
+
 # vLLM's largest default max_num_seqs (GPUs with 70 GB or more): a schedule that must hold
 # whatever the hardware chooses has to reach it.
 LARGEST_DEFAULT_MAX_NUM_SEQS = 1024
-MAX_NUM_SEQS_VAR = VLLM_PREFIX + "MAX_NUM_SEQS"
-DATA_PARALLEL_VAR = VLLM_PREFIX + "DATA_PARALLEL_SIZE"
 
 
 def whole(value: Any) -> bool:
@@ -81,8 +85,8 @@ def check_batch_schedule(
     if data_parallel_size(engine_flags) > 1:
         errors.append(
             f'{SPECULATIVE_CONFIG_VAR}: "{KEY}" is set with data parallelism '
-            f"({DATA_PARALLEL_VAR} above 1); vLLM drops the schedule then and drafts a fixed K. "
-            f'Remove "{KEY}" or run one engine per instance.'
+            f"({DATA_PARALLEL_SIZE_VAR} above 1); vLLM drops the schedule then and drafts a "
+            f'fixed K. Remove "{KEY}" or run one engine per instance.'
         )
     entries = parse_entries(schedule, errors)
     if entries is None:

@@ -250,3 +250,77 @@ def test_imports_nothing_heavy() -> None:
         "heavy = {'torch', 'vllm', 'transformers'} & set(sys.modules); assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+SCHEDULE = [[1, 4, 7], [5, 22, 3], [23, 1024, 0]]
+
+
+def test_speculative_config_from_crossover_deploys_k_by_batch_size(tmp_path, monkeypatch) -> None:
+    """The file `bench crossover` writes goes into the model's SM_VLLM_SPECULATIVE_CONFIG."""
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    crossover = tmp_path / "speculative-config.json"
+    crossover.write_text(
+        json.dumps(
+            {
+                "method": "eagle3",
+                "num_speculative_tokens": 7,
+                "parallel_drafting": True,
+                "num_speculative_tokens_per_batch_size": SCHEDULE,
+            }
+        )  # fmt: skip
+    )
+    code, out, err = run_cli(
+        deploy_cli, deploy_argv(*DRY, "--speculative-config", str(crossover)), connect_to=connect
+    )
+    assert code == 0, err
+    model = parse_json_stream(out)[0]["parameters"]
+    speculation = json.loads(model["PrimaryContainer"]["Environment"]["SM_VLLM_SPECULATIVE_CONFIG"])
+    assert speculation["num_speculative_tokens"] == 7
+    assert speculation["num_speculative_tokens_per_batch_size"] == SCHEDULE
+    assert speculation["model"] == "/opt/ml/additional-model-data-sources/eagle"
+
+
+def test_speculative_config_problems_are_named(tmp_path) -> None:
+    missing = tmp_path / "nowhere.json"
+    fails(deploy_cli, deploy_argv(*DRY, "--speculative-config", str(missing)), "cannot read")
+    no_speculation = tmp_path / "none.json"
+    no_speculation.write_text("null\n")
+    fails(
+        deploy_cli,
+        deploy_argv(*DRY, "--speculative-config", str(no_speculation)),
+        "no num_speculative_tokens",
+    )
+    both = tmp_path / "k.json"
+    both.write_text(json.dumps({"num_speculative_tokens": 3}))
+    fails(
+        deploy_cli,
+        deploy_argv(*DRY, "--k", "3", "--speculative-config", str(both)),
+        "--k and --speculative-config",
+    )
+
+
+def test_a_schedule_the_head_cannot_serve_is_refused_before_any_call(tmp_path) -> None:
+    """deploy's preflight of --target-dir and --head-dir checks the schedule as the
+    container would (serving/preflight/batch_schedule.py)."""
+    target, head = fake_pair(tmp_path)
+    crossover = tmp_path / "speculative-config.json"
+    crossover.write_text(
+        json.dumps(
+            {"num_speculative_tokens": 7, "num_speculative_tokens_per_batch_size": [[2, 1024, 7]]}
+        )  # fmt: skip
+    )
+    fails(
+        deploy_cli,
+        deploy_argv(
+            "--dry-run",
+            "--target-dir",
+            str(target),
+            "--head-dir",
+            str(head),
+            "--speculative-config",
+            str(crossover),
+        ),  # fmt: skip
+        "entry 0 [2, 1024, 7]",
+        "start at batch size 1",
+    )
