@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from bench import report
@@ -25,11 +26,12 @@ DEFAULT_MIN_GAIN = 0.03
 # vLLM's largest default max_num_seqs; serving/preflight/batch_schedule.py asks a schedule
 # to reach it unless SM_VLLM_MAX_NUM_SEQS is set.
 DEFAULT_MAX_NUM_SEQS = 1024
-NONE = "none"
+NONE_NAME = "none"
+SCHEDULE_NAME = "schedule"
 
 
 def name_of(k: int) -> str:
-    return NONE if k == 0 else f"peagle-k{k}"
+    return NONE_NAME if k == 0 else f"peagle-k{k}"
 
 
 def envelope(
@@ -135,6 +137,33 @@ def ratio_spread(
             ]
             spread[k][level] = (min(ratios), max(ratios)) if ratios else (math.nan, math.nan)
     return spread
+
+
+def verification_table(rounds: Mapping[str, Mapping[int, Sequence[float]]], largest: str) -> str:
+    """Median tok/s of no speculation, the largest K alone and the schedule, per level, and the
+    schedule's ratio to each with the range over the rounds."""
+    levels = sorted(rounds[SCHEDULE_NAME])
+
+    def ratio(level: int, other: str) -> str:
+        pairs = zip(rounds[SCHEDULE_NAME][level], rounds[other][level], strict=False)
+        ratios = [mine / theirs for mine, theirs in pairs if theirs]
+        if not ratios:
+            return "-"
+        return f"{median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
+
+    lines = [
+        f"| c | {NONE_NAME} tok/s | {largest} tok/s | schedule tok/s | schedule / {NONE_NAME} "
+        f"| schedule / {largest} |",
+        "|---|---|---|---|---|---|",
+    ]
+    for level in levels:
+        cells = [f"{median(rounds[name][level]):.1f}" for name in (NONE_NAME, largest)]
+        cells.append(f"{median(rounds[SCHEDULE_NAME][level]):.1f}")
+        lines.append(
+            f"| {level} | " + " | ".join(cells) + f" | {ratio(level, NONE_NAME)} | "
+            f"{ratio(level, largest)} |"
+        )
+    return "\n".join(lines)
 
 
 def plot(

@@ -3,7 +3,14 @@ follows it, and a config the container's own preflight accepts."""
 
 from __future__ import annotations
 
-from bench.crossover import envelope, ratio_spread, schedule, speculative_config, table
+from bench.crossover import (
+    envelope,
+    ratio_spread,
+    schedule,
+    speculative_config,
+    table,
+    verification_table,
+)
 from serving.preflight.batch_schedule import check_batch_schedule
 
 LEVELS = (1, 2, 4, 8, 16, 32, 64)
@@ -60,3 +67,14 @@ def test_the_table_shows_each_ks_ratio_with_its_rounds_range():
     medians = {k: {1: sum(v[1]) / 2} for k, v in rounds.items()}
     text = table(medians, ratio_spread(rounds), {1: 7})
     assert "| peagle-k7 | **131.2 (2.15x, 2.10-2.20)** |" in text
+
+
+def test_the_verification_compares_the_schedule_with_each_in_the_same_rounds():
+    rounds = {
+        "none": {1: [100.0, 110.0], 64: [1000.0, 1000.0]},
+        "peagle-k7": {1: [200.0, 200.0], 64: [800.0, 900.0]},
+        "schedule": {1: [190.0, 220.0], 64: [1000.0, 990.0]},
+    }
+    text = verification_table(rounds, "peagle-k7")
+    assert "| 1 | 105.0 | 200.0 | 205.0 | 1.95x (1.90-2.00) | 1.02x (0.95-1.10) |" in text
+    assert "| 64 | 1000.0 | 850.0 | 995.0 | 0.99x (0.99-1.00) | 1.18x (1.10-1.25) |" in text

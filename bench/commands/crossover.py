@@ -24,8 +24,11 @@ from bench.crossover import (
     DEFAULT_K,
     DEFAULT_MAX_NUM_SEQS,
     DEFAULT_MIN_GAIN,
+    NONE_NAME,
+    SCHEDULE_NAME,
     name_of,
 )
+from serving.variables import BATCH_SCHEDULE_KEY
 
 HELP = (
     "no speculation and P-EAGLE at each K, side by side at each concurrency: the fastest K per "
@@ -62,6 +65,12 @@ def add_parser(commands: Any) -> None:
         default=DEFAULT_MAX_NUM_SEQS,
         help="where the schedule's last range ends: the endpoint's SM_VLLM_MAX_NUM_SEQS "
         "(default %(default)s, vLLM's largest default)",
+    )
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="local containers: then measure the schedule it chose side by side with no "
+        "speculation and with its largest K alone, at the same levels",
     )
     endpoints = parser.add_argument_group("SageMaker endpoints instead of local containers")
     endpoints.add_argument(
@@ -137,6 +146,42 @@ def measure_local(
     return measure_side_by_side(containers, payloads, args.concurrency, args.rounds)
 
 
+def verify_locally(
+    config: dict[str, Any], args: argparse.Namespace, payloads: list[dict[str, Any]]
+) -> str:
+    """The schedule against no speculation and its largest K alone, side by side."""
+    from bench.configuration import Configuration, LocalContainer
+    from bench.crossover import verification_table
+    from bench.side_by_side import measure_side_by_side
+
+    largest = config["num_speculative_tokens"]
+    drafter = drafter_of(args)
+    environment = {"SM_VLLM_SPECULATIVE_CONFIG": json.dumps({**config, "model": str(drafter)})}
+    if args.max_num_seqs != DEFAULT_MAX_NUM_SEQS:
+        environment["SM_VLLM_MAX_NUM_SEQS"] = str(args.max_num_seqs)
+    variants = {
+        NONE_NAME: (Configuration("none"), {}),
+        name_of(largest): (Configuration("peagle", largest, drafter), {}),
+        SCHEDULE_NAME: (Configuration("peagle", largest, drafter), environment),
+    }
+    containers = {
+        name: LocalContainer(
+            configuration,
+            opt_ml_root=args.opt_ml_root.absolute(),
+            log_path=args.out_dir / "logs" / f"verify-{name}.log",
+            enforce_eager=args.enforce_eager,
+            extra_env=extra,
+        )
+        for name, (configuration, extra) in variants.items()
+    }
+    measured = measure_side_by_side(containers, payloads, args.concurrency, args.rounds)
+    rounds = {
+        name: {level: [run["output_tokens_per_s"] for run in runs] for level, runs in by.items()}
+        for name, by in measured.items()
+    }
+    return verification_table(rounds, name_of(largest))
+
+
 def command(args: argparse.Namespace) -> int:
     from bench import crossover
     from bench.report import write_json
@@ -205,6 +250,13 @@ def command(args: argparse.Namespace) -> int:
             ),
         ]
     )
+    if args.verify and endpoints:
+        text += "\n\n--verify measures local containers; deploy the schedule and compare there."
+    elif args.verify and config and BATCH_SCHEDULE_KEY in config:
+        text += (
+            "\n\n## The schedule against no speculation and its largest K alone, side by side"
+            "\n\n" + verify_locally(config, args, payloads)
+        )
     (out / "crossover.md").write_text(text + "\n")
     print(text)
     print(f"\nwrote {out}/crossover.md, crossover.json, crossover.png and speculative-config.json")
