@@ -28,13 +28,13 @@ PROMPTS = [
 # Requests start a little apart and ask for different lengths, so the batch grows one request
 # at a time to all of them and shrinks again as the shorter ones end: every range of the
 # schedule is crossed both ways while requests are running.
-STAGGER_SECONDS = 0.4
+STAGGER_SECONDS = 0.15
 
 
 def payload(index: int) -> dict:
     return {
         "prompt": PROMPTS[index],
-        "max_tokens": 24 + 8 * index,
+        "max_tokens": 64 + 16 * index,
         "temperature": 0,
         "ignore_eos": True,
         "return_token_ids": True,
@@ -52,10 +52,14 @@ def staggered(url: str) -> tuple[list[list[int] | None], list[tuple[float, float
     and when each request ran (client clock)."""
     answers: list[list[int] | None] = [None] * len(PROMPTS)
     spans = [(0.0, 0.0)] * len(PROMPTS)
+    failures: list[BaseException] = []
 
     def send(index: int) -> None:
         began = time.monotonic()
-        answers[index] = tokens(url, payload(index))
+        try:
+            answers[index] = tokens(url, payload(index))
+        except BaseException as failure:  # the main thread raises it, with the answer's text
+            failures.append(failure)
         spans[index] = (began, time.monotonic())
 
     threads = [threading.Thread(target=send, args=(i,)) for i in range(len(PROMPTS))]
@@ -64,6 +68,8 @@ def staggered(url: str) -> tuple[list[list[int] | None], list[tuple[float, float
         time.sleep(STAGGER_SECONDS)
     for thread in threads:
         thread.join()
+    if failures:
+        raise failures[0]
     return answers, spans
 
 
