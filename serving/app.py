@@ -6,6 +6,7 @@ once by the gate; `routes.Router` answers 404 and 405 from that match and calls 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from prometheus_client import generate_latest
@@ -13,19 +14,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp
 
-from serving import invocations
-from serving.bodies import read_body
+from serving import invocations, transform
+from serving.bodies import CLIENT_CLOSED, read_body
 from serving.capture import Capture
 from serving.emf import EmfReporter
 from serving.errors import JsonAnswer, RequestRefused, error_response
 from serving.gate import RequestGate
-from serving.headers import to_engine, value_problem
+from serving.headers import RawHeaders, to_engine, value_problem
 from serving.lifecycle import Lifecycle
 from serving.logs import printable
 from serving.metrics import FrontMetrics
 from serving.payload_parser import PayloadParser
 from serving.record import record_of
-from serving.relay import Relay
+from serving.relay import Relay, wait_for_disconnect
 from serving.routes import FRONT_ROUTES, Router, raw_path
 from serving.settings import Settings
 
@@ -70,11 +71,16 @@ def create_app(
         return JsonAnswer({"status": status}, status_code=200 if lifecycle.ready else 503)
 
     async def invoke(request: Request) -> Response:
+        content_type = request.headers.get("content-type")
         try:
-            invocations.check_content_type(request.headers.get("content-type"))
+            if not transform.is_jsonlines(content_type):
+                invocations.check_content_type(content_type)
             body = await read_body(
                 request, settings.max_payload_bytes, settings.body_timeout_seconds
             )
+            records = transform.split(body, content_type, settings.batch)
+            if records is not None:
+                return await invoke_records(request, records)
             prepared = await parser.prepare(body)
         except RequestRefused as error:
             return refused(error)
@@ -89,6 +95,53 @@ def create_app(
         headers = engine_headers(request, {b"content-type": b"application/json"})
         return await relay.forward(
             request, invocations.ENGINE_PATH.encode(), prepared.content, headers, prepared.tgi
+        )
+
+    async def invoke_records(request: Request, records: list[bytes]) -> Response:
+        """A transform's mini-batch: every record answered, one line each, in order."""
+        if (refusal := bad_header(request)) is not None:
+            return refusal
+        request_id = record_of(request.scope).request_id
+        client_headers = [
+            pair for pair in request.scope["headers"] if pair[0].lower() != b"content-type"
+        ]
+        numbers = iter(range(len(records)))
+
+        async def send(content: bytes) -> transform.EngineReply:
+            # Each record its own request id (the body's, with the record's number), so the
+            # engine's log and its per-request ids tell the records apart.
+            headers: RawHeaders = to_engine(client_headers, b"%s-%d" % (request_id, next(numbers)))
+            headers.append((b"content-type", b"application/json"))
+            upstream = await relay.client.send(
+                "POST", invocations.ENGINE_PATH.encode(), content, headers
+            )
+            try:
+                return transform.EngineReply(upstream.status, await upstream.read())
+            finally:
+                upstream.close()
+
+        answering = asyncio.ensure_future(
+            transform.answer_records(records, parser.prepare, send, relay.why_gone)
+        )
+        disconnected = asyncio.ensure_future(wait_for_disconnect(request))
+        try:
+            await asyncio.wait({answering, disconnected}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            disconnected.cancel()
+        if not answering.done():
+            # The job gave up on this mini-batch: stop its records' generations too.
+            answering.cancel()
+            await asyncio.gather(answering, return_exceptions=True)
+            return Response(status_code=CLIENT_CLOSED)
+        return Response(answering.result(), media_type=transform.ANSWER_MEDIA_TYPE)
+
+    async def execution_parameters(_: Request) -> Response:
+        return JsonAnswer(
+            transform.execution_parameters(
+                settings.max_concurrent_transforms,
+                settings.batch_strategy,
+                settings.max_payload_mb,
+            )
         )
 
     async def engine_route(request: Request) -> Response:
@@ -136,7 +189,12 @@ def create_app(
         await relay.aclose()
         parser.stop()
 
-    handlers = {"/ping": ping, "/invocations": invoke, "/metrics": prometheus_metrics}
+    handlers = {
+        "/ping": ping,
+        "/invocations": invoke,
+        "/metrics": prometheus_metrics,
+        "/execution-parameters": execution_parameters,
+    }
     assert handlers.keys() == FRONT_ROUTES.keys(), "every front route needs its handler"
     front = Router(handlers, engine_route, startup, shutdown)
     gate = RequestGate(

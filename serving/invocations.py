@@ -76,6 +76,7 @@ class Edit:
     splice_model: bool = False
     replacement: bytes | None = None
     tgi: TgiAnswer | None = None
+    stream: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,8 @@ class Prepared:
 
     content: bytes
     tgi: TgiAnswer | None = None
+    # The client asked for a stream (`stream: true`, or TGI's `stream`).
+    stream: bool = False
 
 
 def plan(body: bytes, served_model_name: str) -> Edit:
@@ -92,19 +95,21 @@ def plan(body: bytes, served_model_name: str) -> Edit:
         payload = parse_json_object(body)
         if is_tgi(payload) and not any(key in payload for key in PAYLOAD_KEYS):
             request, answer = completion_request(payload, served_model_name)
-            return Edit(replacement=json.dumps(request, ensure_ascii=False).encode(), tgi=answer)
+            replacement = json.dumps(request, ensure_ascii=False).encode()
+            return Edit(replacement=replacement, tgi=answer, stream=answer.stream)
         check_kind(payload)
         if "messages" in payload:
             check_chat_fields(payload)
     except RequestRefused as refused:
         return Edit(refusal=(refused.status, refused.message))
+    stream = payload.get("stream") is True
     if "requestType" in payload or payload.get("model"):
-        return Edit()
+        return Edit(stream=stream)
     if "model" in payload or json.detect_encoding(body) != "utf-8":
         # An explicit null or empty model (or a UTF-16/32 body): only a re-encode fixes it.
         replaced = json.dumps({**payload, "model": served_model_name}, ensure_ascii=False)
-        return Edit(replacement=replaced.encode())
-    return Edit(splice_model=True)
+        return Edit(replacement=replaced.encode(), stream=stream)
+    return Edit(splice_model=True, stream=stream)
 
 
 def apply(body: bytes, edit: Edit, served_model_name: str) -> Prepared:
@@ -113,12 +118,13 @@ def apply(body: bytes, edit: Edit, served_model_name: str) -> Prepared:
     if edit.refusal is not None:
         raise RequestRefused(*edit.refusal)
     if edit.replacement is not None:
-        return Prepared(edit.replacement, edit.tgi)
+        return Prepared(edit.replacement, edit.tgi, edit.stream)
     if not edit.splice_model:
-        return Prepared(body)
+        return Prepared(body, stream=edit.stream)
     opening = body.index(b"{") + 1
     name = json.dumps(served_model_name).encode()
-    return Prepared(b"".join((body[:opening], b'"model": ', name, b",", body[opening:])))
+    spliced = b"".join((body[:opening], b'"model": ', name, b",", body[opening:]))
+    return Prepared(spliced, stream=edit.stream)
 
 
 def prepare(body: bytes, served_model_name: str) -> Prepared:

@@ -22,8 +22,8 @@ from starlette.types import Receive, Scope, Send
 from serving.errors import error_response
 
 NO_ROUTE = (
-    "no such route; the container serves GET /ping, POST /invocations, GET /metrics "
-    "and the OpenAI API under /v1 (e.g. POST /v1/chat/completions)."
+    "no such route; the container serves GET /ping, POST /invocations, GET /metrics, "
+    "GET /execution-parameters and the OpenAI API under /v1 (e.g. POST /v1/chat/completions)."
 )
 # Where the gate puts the request's record (serving/record.py) in the ASGI scope.
 SCOPE_KEY = "serving.record"
@@ -32,7 +32,13 @@ Handler = Callable[[Request], Awaitable[Response]]
 # One path parameter: unreserved characters only, so nothing encoded and no separator.
 PARAMETER = r"[A-Za-z0-9_~:-][A-Za-z0-9_.~:-]*"
 # The front's own routes: label -> methods.
-FRONT_ROUTES = {"/ping": ("GET", "POST"), "/invocations": ("POST",), "/metrics": ("GET",)}
+FRONT_ROUTES = {
+    "/ping": ("GET", "POST"),
+    "/invocations": ("POST",),
+    "/metrics": ("GET",),
+    # Batch Transform asks it before the first mini-batch (serving/transform.py).
+    "/execution-parameters": ("GET",),
+}
 # vLLM's OpenAI-compatible routes, and SageMaker's adapter routes that vLLM serves when
 # VLLM_ALLOW_RUNTIME_LORA_UPDATING is on: template -> methods.
 ENGINE_ROUTES: dict[str, tuple[str, ...]] = {

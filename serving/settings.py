@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationError
 from pydantic.fields import FieldInfo
@@ -39,6 +39,8 @@ from serving.variables import (
     TENSOR_PARALLEL_SIZE_VAR,
     VARIANT_NAME_VAR,
 )
+
+BatchStrategy = Literal["MULTI_RECORD", "SINGLE_RECORD"]
 
 
 class SettingsError(Exception):
@@ -82,6 +84,16 @@ class Settings(BaseSettings):
     port: int = Field(paths.DEFAULT_PORT, validation_alias="SAGEMAKER_BIND_TO_PORT", ge=1, le=65535)
     max_payload_mb: float = Field(
         6.0, validation_alias="SAGEMAKER_MAX_PAYLOAD_IN_MB", gt=0, examples=[6]
+    )
+    # Batch Transform (serving/transform.py): the service sets these for a transform job.
+    batch: Annotated[bool, BeforeValidator(boolean)] = Field(
+        False, validation_alias="SAGEMAKER_BATCH"
+    )
+    batch_strategy: Annotated[BatchStrategy | None, BeforeValidator(str.upper)] = Field(
+        None, validation_alias="SAGEMAKER_BATCH_STRATEGY"
+    )
+    max_concurrent_transforms: int | None = Field(
+        None, validation_alias="SAGEMAKER_MAX_CONCURRENT_TRANSFORMS", ge=1, examples=[4]
     )
     max_concurrent_requests: int = Field(1000, validation_alias="MAX_CONCURRENT_REQUESTS", ge=1)
     # SageMaker kills 30 s after SIGTERM: drain + 2 s to close connections + engine stop fit.

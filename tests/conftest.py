@@ -98,6 +98,13 @@ EMF_DIMENSIONS = {
     "SERVING_HEAD_VERSION": "20250601120000",
 }
 
+TRANSFORM_JOB_ENV = {
+    "SAGEMAKER_BATCH": "True",
+    "SAGEMAKER_BATCH_STRATEGY": "MULTI_RECORD",
+    "SAGEMAKER_MAX_CONCURRENT_TRANSFORMS": "3",
+    "SAGEMAKER_MAX_PAYLOAD_IN_MB": "20",
+}
+
 CONFIGURATIONS = {
     # The main container: P-EAGLE on, a small concurrency limit to reach 429 quickly,
     # SageMaker's stateful sessions on so session headers can be checked, EMF every 2 s with
@@ -122,10 +129,12 @@ CONFIGURATIONS = {
     "quick": lambda: host_environment(
         OPT_ML_ROOT=str(QUICK_DEMO_ROOT), SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)
     ),
-    # P-EAGLE with a K for each batch size, from K=7 alone down to no drafts at 5 or more.
+    # P-EAGLE with a K for each batch size, from K=7 alone down to no drafts at 5 or more,
+    # in a Batch Transform job's environment (the variables the service sets for one).
     "scheduled": lambda: demo_env(
         SM_VLLM_SPECULATIVE_CONFIG=json.dumps(SCHEDULED_CONFIG),
         SM_VLLM_MAX_NUM_SEQS=str(SCHEDULE_MAX_NUM_SEQS),
+        **TRANSFORM_JOB_ENV,
     ),
     # Containers that a test stops: one by SIGTERM, one by killing its engine.
     "drain": lambda: demo_env(SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)),

@@ -14,6 +14,7 @@ import psutil
 
 from serving.engine import Engine, engine_environment
 from serving.engine_args.argv import build_argv
+from serving.engine_args.cpu_block_size import cpu_block_size_flags
 from serving.settings import load_settings
 
 SOCKET = Path("/run/engine.sock")
@@ -116,3 +117,14 @@ def test_a_hub_model_may_reach_the_hub_and_the_users_choice_wins(tmp_path: Path)
     env = engine_environment(settings, {"VLLM_NO_USAGE_STATS": "0"})
     assert "HF_HUB_OFFLINE" not in env
     assert env["VLLM_NO_USAGE_STATS"] == "0"
+
+
+def test_the_cpu_build_gets_small_kv_blocks_unless_the_user_chose(tmp_path: Path):
+    # This machine runs the CPU build: EAGLE drops a block from each prefix hit, so 128-token
+    # blocks would lose a short prompt's whole cache (serving/engine_args/cpu_block_size.py).
+    argv = build_argv(settings_for(tmp_path), SOCKET)
+    assert argv[argv.index("--block-size") + 1] == "32"
+    chosen = build_argv(settings_for(tmp_path, SM_VLLM_BLOCK_SIZE="64"), SOCKET)
+    assert chosen.count("--block-size") == 1
+    assert chosen[chosen.index("--block-size") + 1] == "64"
+    assert cpu_block_size_flags((), cpu_build=False) == []

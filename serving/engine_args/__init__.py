@@ -6,6 +6,7 @@
 - `speculative`: SM_VLLM_SPECULATIVE_CONFIG parsed, its drafter filled in from the channel.
 - `tool_parsers`: which of vLLM's tool-call and reasoning parsers fits the target.
 - `agents`: the flags for agents (parsers, strict tool arguments, structured outputs).
+- `cpu_block_size`: the CPU build's KV cache block size (a CPU-only workaround).
 - `argv`: the whole command line the front starts vLLM with.
 
 The variable names are in serving/variables.py, which imports nothing, for the laptop tools.

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from serving.engine_args.cpu_block_size import cpu_block_size_flags
+
 if TYPE_CHECKING:  # the settings are built from this package's translation, not the reverse
     from serving.settings import Settings
 
@@ -37,6 +39,8 @@ def build_argv(settings: Settings, socket_path: Path, python: str = sys.executab
         argv += ["--per-request-spec-decode-metrics", "summary"]
     # Tool-call parsing and structured outputs for agents (engine_args/agents.py).
     argv += settings.agent_flags
+    # The CPU build's KV cache blocks, sized so EAGLE heads keep the prefix cache.
+    argv += cpu_block_size_flags(settings.engine_flags)
     if settings.tensor_parallel_size is not None:
         argv += ["--tensor-parallel-size", str(settings.tensor_parallel_size)]
     return argv + list(settings.engine_flags)

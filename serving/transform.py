@@ -1,0 +1,160 @@
+"""Batch Transform: a body of JSON Lines in, one answer line per record out, in input order.
+
+A transform job with `SplitType=Line` and `BatchStrategy=MultiRecord` posts many records in
+one `/invocations` body, one JSON document per line, and assembles the answer line by line
+(`AssembleWith=Line`), so line N of the answer must be record N's. The records go to the
+engine at once, so its continuous batching does the work one request per record would leave
+undone. Each record is answered in its own schema (chat, completion, TGI), a record that
+cannot be answered gets an error line of its own (OpenAI's error shape, with its status),
+and the others are answered: one bad record costs one line, never the mini-batch.
+
+A body is read as records when its Content-Type is a JSON Lines type, or, in a transform job
+(`SAGEMAKER_BATCH`), when it is not one JSON document but several lines. A JSON body
+outside a transform job stays one request, so a real-time client's malformed JSON still
+gets its 400.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from serving import invocations
+from serving.answers import without_null_usage
+from serving.engine_client import EngineError
+from serving.errors import RequestRefused, error_body
+from serving.tgi import whole_answer
+
+JSONLINES_MEDIA_TYPES = {
+    "application/jsonlines",
+    "application/x-jsonlines",
+    "application/jsonl",
+    "application/x-ndjson",
+}
+ANSWER_MEDIA_TYPE = "application/jsonlines"
+# Records of one body in flight at once: enough to fill any engine's batch, few enough that
+# a 100 MB body of short records does not open a connection per record.
+RECORDS_IN_FLIGHT = 256
+NO_STREAM = (
+    "'stream' is not available for a record of a transform; each record is answered whole, "
+    "on its own line. Leave 'stream' out."
+)
+# What /execution-parameters says when the job names nothing (see docs/batch-transform.md):
+# a few bodies in flight, so the engine starts a mini-batch's records while the slowest
+# records of the one before still run.
+DEFAULT_MAX_CONCURRENT_TRANSFORMS = 4
+# SageMaker's spelling in /execution-parameters (and the SDK's local mode accepts no
+# other) for the SAGEMAKER_BATCH_STRATEGY values the service sets.
+STRATEGY_NAMES = {"MULTI_RECORD": "MultiRecord", "SINGLE_RECORD": "SingleRecord"}
+
+
+def media_type(content_type: str | None) -> str:
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def is_jsonlines(content_type: str | None) -> bool:
+    return media_type(content_type) in JSONLINES_MEDIA_TYPES
+
+
+def records_of(body: bytes) -> list[bytes] | None:
+    """The body's records when it is several JSON lines, else None (one JSON document, or a
+    single line: the one-request path answers it, with its own errors)."""
+    lines = [line.strip() for line in body.split(b"\n")]
+    records = [line for line in lines if line]
+    if len(records) < 2:
+        return None
+    try:
+        json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return records
+    return None  # one document written over several lines
+
+
+def split(body: bytes, content_type: str | None, batch_mode: bool) -> list[bytes] | None:
+    """The records to answer line by line, or None for a one-request body."""
+    if is_jsonlines(content_type):
+        return [line for line in (line.strip() for line in body.split(b"\n")) if line]
+    if batch_mode:
+        return records_of(body)
+    return None
+
+
+def error_line(status: int, message: str, error_type: str | None = None) -> dict[str, Any]:
+    return error_body(status, message, error_type)
+
+
+@dataclass(frozen=True)
+class EngineReply:
+    status: int
+    body: bytes
+
+
+Send = Callable[[bytes], Awaitable[EngineReply]]
+
+
+def answer_of(prepared: invocations.Prepared, reply: EngineReply) -> dict[str, Any]:
+    """One record's answer line from the engine's reply, in the record's own schema."""
+    try:
+        answer = json.loads(reply.body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        answer = None
+    if not isinstance(answer, dict):
+        return error_line(502, "the engine's answer to this record was not JSON.")
+    if reply.status != 200:
+        if isinstance(answer.get("error"), dict):
+            return answer
+        return error_line(reply.status, str(answer.get("message") or answer))
+    if prepared.tgi is not None:
+        return json.loads(whole_answer(prepared.tgi, answer))
+    return without_null_usage(answer) or answer
+
+
+async def answer_record(
+    record: bytes,
+    prepare: Callable[[bytes], Awaitable[invocations.Prepared]],
+    send: Send,
+    unavailable: Callable[[], str],
+) -> dict[str, Any]:
+    try:
+        prepared = await prepare(record)
+    except RequestRefused as refused:
+        return error_line(refused.status, refused.message)
+    if prepared.stream:
+        return error_line(400, NO_STREAM)
+    try:
+        reply = await send(prepared.content)
+    except EngineError:
+        return error_line(503, unavailable(), "EngineUnavailable")
+    return answer_of(prepared, reply)
+
+
+async def answer_records(
+    records: Sequence[bytes],
+    prepare: Callable[[bytes], Awaitable[invocations.Prepared]],
+    send: Send,
+    unavailable: Callable[[], str],
+    in_flight: int = RECORDS_IN_FLIGHT,
+) -> bytes:
+    """Every record answered, at most `in_flight` at once; the lines in input order."""
+    slots = asyncio.Semaphore(in_flight)
+
+    async def one(record: bytes) -> dict[str, Any]:
+        async with slots:
+            return await answer_record(record, prepare, send, unavailable)
+
+    answers = await asyncio.gather(*(one(record) for record in records))
+    return b"".join(json.dumps(answer, ensure_ascii=False).encode() + b"\n" for answer in answers)
+
+
+def execution_parameters(
+    max_concurrent_transforms: int | None, strategy: str | None, max_payload_mb: float
+) -> dict[str, Any]:
+    """GET /execution-parameters: what the job should send, the job's own values first."""
+    return {
+        "MaxConcurrentTransforms": max_concurrent_transforms or DEFAULT_MAX_CONCURRENT_TRANSFORMS,
+        "BatchStrategy": STRATEGY_NAMES[strategy or "MULTI_RECORD"],
+        "MaxPayloadInMB": max(1, int(max_payload_mb)),
+    }

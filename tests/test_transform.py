@@ -1,0 +1,157 @@
+"""Batch Transform: JSON Lines bodies answered line by line, and /execution-parameters.
+
+The `scheduled` container runs in a transform job's environment (tests/conftest.py); the
+`peagle` one is a real-time endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from serving import transform
+from serving.settings import load_settings
+from tests.conftest import TRANSFORM_JOB_ENV
+
+CHAT = {
+    "messages": [{"role": "user", "content": "def fibonacci(n):"}],
+    "max_tokens": 16,
+    "temperature": 0,
+}
+COMPLETION = {"prompt": "class Stack:", "max_tokens": 16, "temperature": 0}
+TGI = {"inputs": "import numpy as np", "parameters": {"max_new_tokens": 16}}
+# Far beyond the demo's 2,048-token context.
+TOO_LONG = {"prompt": "hello " * 5000, "max_tokens": 4}
+
+
+def lines(*payloads) -> bytes:
+    return b"".join(
+        (p if isinstance(p, bytes) else json.dumps(p).encode()) + b"\n" for p in payloads
+    )
+
+
+def alone(url: str, payload: dict) -> dict | list:
+    answer = httpx.post(f"{url}/invocations", json=payload, timeout=120)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def text_of(answer: dict | list) -> str:
+    if isinstance(answer, list):  # TGI
+        return answer[0]["generated_text"]
+    choice = answer["choices"][0]
+    return choice["message"]["content"] if "message" in choice else choice["text"]
+
+
+@pytest.mark.parametrize(
+    "content_type, body, batch_mode, expected",
+    [
+        ("application/jsonlines", b'{"a": 1}\n{"b": 2}\n', False, [b'{"a": 1}', b'{"b": 2}']),
+        ("application/x-jsonlines; charset=utf-8", b'{"a": 1}\n', False, [b'{"a": 1}']),
+        # A transform job's MultiRecord body under the job's ContentType (JSON), CRLF too.
+        ("application/json", b'{"a": 1}\r\n\r\n{"b": 2}', True, [b'{"a": 1}', b'{"b": 2}']),
+        # One document written over several lines is one request, job or not.
+        ("application/json", b'{\n  "a": 1\n}\n', True, None),
+        ("application/json", b'{"a": 1}\n', True, None),
+        # Outside a job a JSON body is one request: its malformed JSON keeps its 400.
+        ("application/json", b'{"a": 1}\n{"b": 2}\n', False, None),
+    ],
+)
+def test_which_bodies_are_records(content_type, body, batch_mode, expected):
+    assert transform.split(body, content_type, batch_mode) == expected
+
+
+def test_execution_parameters_follow_the_job_else_the_defaults():
+    settings = load_settings({"OPT_ML_ROOT": "/nonexistent", "HF_MODEL_ID": "org/model"})
+    assert not settings.batch
+    assert transform.execution_parameters(
+        settings.max_concurrent_transforms, settings.batch_strategy, settings.max_payload_mb
+    ) == {"MaxConcurrentTransforms": 4, "BatchStrategy": "MultiRecord", "MaxPayloadInMB": 6}
+    job = load_settings(
+        {"OPT_ML_ROOT": "/nonexistent", "HF_MODEL_ID": "org/model", **TRANSFORM_JOB_ENV}
+        | {"SAGEMAKER_BATCH_STRATEGY": "single_record"}
+    )
+    assert job.batch
+    assert transform.execution_parameters(
+        job.max_concurrent_transforms, job.batch_strategy, job.max_payload_mb
+    ) == {"MaxConcurrentTransforms": 3, "BatchStrategy": "SingleRecord", "MaxPayloadInMB": 20}
+
+
+def test_the_job_reads_its_execution_parameters(scheduled):
+    answer = httpx.get(f"{scheduled.url}/execution-parameters", timeout=10)
+    assert answer.status_code == 200
+    assert answer.json() == {
+        "MaxConcurrentTransforms": 3,
+        "BatchStrategy": "MultiRecord",
+        "MaxPayloadInMB": 20,
+    }
+
+
+def test_a_mini_batch_gets_one_line_per_record_in_order_bad_ones_included(scheduled):
+    good = [CHAT, COMPLETION, TGI, {**CHAT, "max_tokens": 8}, {**COMPLETION, "prompt": "x = ["}]
+    expected = [text_of(alone(scheduled.url, payload)) for payload in good]
+    body = lines(
+        good[0],
+        b"this is not json",
+        good[1],
+        {"question": "neither chat, completion nor TGI"},
+        good[2],
+        {**CHAT, "stream": True},
+        good[3],
+        TOO_LONG,
+        good[4],
+    )
+    answer = httpx.post(
+        f"{scheduled.url}/invocations",
+        content=body,
+        headers={"Content-Type": "application/json"},
+        timeout=300,
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"].startswith("application/jsonlines")
+    assert answer.text.endswith("\n")
+    answers = [json.loads(line) for line in answer.text.splitlines()]
+    assert len(answers) == 9
+    good_answers = [answers[index] for index in (0, 2, 4, 6, 8)]
+    # Each good record answered in its own schema, with what it gets alone (greedy).
+    assert [text_of(a) for a in good_answers] == expected
+    assert good_answers[0]["object"] == "chat.completion"
+    assert good_answers[1]["object"] == "text_completion"
+    assert isinstance(good_answers[2], list) and "generated_text" in good_answers[2][0]
+    # Each record's own speculation stays with it.
+    for answer in (good_answers[0], good_answers[1], good_answers[3]):
+        assert answer["metrics"]["speculative_decoding"]["mean_acceptance_length"] >= 1.0
+    errors = {index: answers[index]["error"] for index in (1, 3, 5, 7)}
+    assert {index: error["code"] for index, error in errors.items()} == {
+        1: 400,
+        3: 400,
+        5: 400,
+        7: 400,
+    }
+    assert "not valid JSON" in errors[1]["message"]
+    assert "neither 'messages' nor 'prompt'" in errors[3]["message"]
+    assert "stream" in errors[5]["message"]
+    assert "context" in errors[7]["message"] or "maximum" in errors[7]["message"]
+
+
+def test_a_real_time_endpoint_answers_json_lines_too(peagle):
+    expected = [text_of(alone(peagle.url, payload)) for payload in (CHAT, COMPLETION)]
+    answer = httpx.post(
+        f"{peagle.url}/invocations",
+        content=lines(CHAT, COMPLETION),
+        headers={"Content-Type": "application/jsonlines"},
+        timeout=300,
+    )
+    assert answer.status_code == 200, answer.text
+    assert [text_of(json.loads(line)) for line in answer.text.splitlines()] == expected
+    # The same lines sent as one JSON request outside a job stay a 400 for bad JSON.
+    refused = httpx.post(
+        f"{peagle.url}/invocations",
+        content=lines(CHAT, COMPLETION),
+        headers={"Content-Type": "application/json"},
+        timeout=60,
+    )
+    assert refused.status_code == 400
+    assert "not valid JSON" in refused.json()["error"]["message"]
