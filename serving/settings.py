@@ -232,9 +232,11 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     problems: list[str] = []
 
     opt_ml_root = Path(value_of(env, OPT_ML_ROOT_VAR) or paths.DEFAULT_OPT_ML_ROOT).absolute()
-    drafter_dir = paths.channel_dir(opt_ml_root)
+    drafter_dir = paths.drafter_dir(opt_ml_root)
     model = resolve_model(env, opt_ml_root, problems)
-    speculative_config = parse_speculative_config(env, drafter_dir, problems)
+    speculative_config = parse_speculative_config(
+        env, drafter_dir, problems, paths.model_dir(opt_ml_root)
+    )
     engine_flags = vllm_flags_from_env(env, problems)
     local_model = Path(model) if Path(model, "config.json").is_file() else None
     agents = agent_flags(env, local_model, problems)

@@ -91,7 +91,8 @@ def missing_drafter(method: str, settings: Settings) -> str:
     return (
         f"drafter directory {settings.drafter_dir} does not exist and "
         f'{SPECULATIVE_CONFIG_VAR} names no "model"; add the head as the endpoint\'s '
-        f"AdditionalModelDataSources channel '{settings.drafter_dir.name}', or set "
+        f"AdditionalModelDataSources channel '{settings.drafter_dir.name}', put it inside "
+        "the model as eagle/ (for Batch Transform, which mounts no channel), or set "
         '"model" to its path.'
     )
 

@@ -9,14 +9,43 @@ import pytest
 from tests.support.preflight import (
     PEAGLE,
     assert_fails,
+    assert_passes,
+    edit_json,
     head_dir,
+    logged,
     run_check,
+    target_dir,
 )
 
 
 def test_drafter_directory_missing(pair):
     shutil.rmtree(head_dir(pair))
     assert_fails(run_check(pair), f"drafter directory {head_dir(pair)} does not exist")
+
+
+def test_a_head_inside_the_model_serves_when_there_is_no_channel(pair):
+    # A model tarball packed with its head (Batch Transform mounts no extra channel).
+    shutil.move(head_dir(pair), target_dir(pair) / "eagle")
+    result = run_check(pair)
+    assert_passes(result)
+    assert str(target_dir(pair) / "eagle") in logged(result)
+    # Checked by the same preflight: a broken head inside the model is refused as one in
+    # the channel would be.
+    edit_json(target_dir(pair) / "eagle" / "config.json", draft_vocab_size=7)
+    assert run_check(pair).returncode != 0
+
+
+def test_the_channel_wins_over_a_head_inside_the_model(pair):
+    shutil.copytree(head_dir(pair), target_dir(pair) / "eagle")
+    edit_json(target_dir(pair) / "eagle" / "config.json", draft_vocab_size=7)
+    assert_passes(run_check(pair))
+
+
+def test_a_relative_head_path_is_read_inside_the_model(pair):
+    shutil.move(head_dir(pair), target_dir(pair) / "heads")
+    result = run_check(pair, {**PEAGLE, "model": "heads"})
+    assert_passes(result)
+    assert str(target_dir(pair) / "heads") in logged(result)
 
 
 def test_drafter_path_in_config_missing(pair):
