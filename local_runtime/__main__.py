@@ -7,6 +7,9 @@ in front of the container on PORT (default 8080).
 With --shadow-container-url, a second container is a shadow variant: --shadow-sample percent
 of the calls (default 50) go to it too, its answers are read and discarded, and GET /shadow
 counts what was mirrored. The answers the client gets are production's alone.
+
+`python -m local_runtime transform IN.jsonl OUT.jsonl` runs a Batch Transform job against the
+container instead (local_runtime/transform.py).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 
 import uvicorn
 
@@ -84,6 +88,11 @@ def runtime_from(args: argparse.Namespace) -> Runtime:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["transform"]:
+        from local_runtime import transform
+
+        sys.exit(transform.main(argv[1:]))
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     app = create_app(runtime_from(args))

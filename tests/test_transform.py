@@ -7,10 +7,14 @@ The `scheduled` container runs in a transform job's environment (tests/conftest.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import httpx
 import pytest
 
+from harness.paths import REPO_ROOT
+from local_runtime.transform import Parameters, TransformFailed, mini_batches
 from serving import transform
 from serving.settings import load_settings
 from tests.conftest import TRANSFORM_JOB_ENV
@@ -155,3 +159,84 @@ def test_a_real_time_endpoint_answers_json_lines_too(peagle):
     )
     assert refused.status_code == 400
     assert "not valid JSON" in refused.json()["error"]["message"]
+
+
+def test_a_local_transform_job_runs_like_the_service(scheduled, tmp_path):
+    """`python -m local_runtime transform`: execution parameters, mini-batches, assembly in
+    order, the join; one bad record costs one error line."""
+    prompts = [f"def function_{number}(x):" for number in range(11)]
+    records = [{"prompt": prompt, "max_tokens": 8, "temperature": 0} for prompt in prompts]
+    records.insert(5, {"question": "not a payload"})
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(record) + "\n" for record in records))
+    output = tmp_path / "out.jsonl"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "local_runtime",
+            "transform",
+            str(source),
+            str(output),
+            "--container-url",
+            scheduled.url,
+            "--join-source",
+            "input",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "MaxConcurrentTransforms=3" in result.stdout
+    assert "12 records in 1 mini-batches" in result.stdout
+    assert "1 records answered with an error line" in result.stdout
+    lines = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [line.get("prompt") for line in lines] == [r.get("prompt") for r in records]
+    assert lines[5]["SageMakerOutput"]["error"]["code"] == 400
+    good = [line for index, line in enumerate(lines) if index != 5]
+    expected = [text_of(alone(scheduled.url, record)) for record in records if "prompt" in record]
+    assert [text_of(line["SageMakerOutput"]) for line in good] == expected
+
+
+def test_single_record_sends_one_record_per_call(scheduled, tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(COMPLETION) + "\n" + json.dumps(CHAT) + "\n")
+    output = tmp_path / "out.jsonl"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "local_runtime",
+            "transform",
+            str(source),
+            str(output),
+            "--container-url",
+            scheduled.url,
+            "--batch-strategy",
+            "SingleRecord",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 records in 2 mini-batches" in result.stdout
+    answers = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [text_of(answer) for answer in answers] == [
+        text_of(alone(scheduled.url, COMPLETION)),
+        text_of(alone(scheduled.url, CHAT)),
+    ]
+
+
+def test_mini_batches_stay_under_the_payload_limit():
+    parameters = Parameters(
+        max_concurrent_transforms=1, batch_strategy="MultiRecord", max_payload_mb=1
+    )
+    records = [b"x" * (300 * 1024)] * 7
+    batches = list(mini_batches(records, parameters))
+    assert [len(batch) for batch in batches] == [3, 3, 1]
+    with pytest.raises(TransformFailed, match="record 1 is .* over MaxPayloadInMB"):
+        list(mini_batches([b"x" * (2 * 1024 * 1024)], parameters))
