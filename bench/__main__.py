@@ -16,6 +16,8 @@
   train-head  the training image on a captured prose workload; its head beside the demo's
   shadow      head rollout rehearsal: a random head as the shadow, compare's verdict, and
               the production latency with a shadow attached
+  transform   a Batch Transform job of 1,000 records beside real-time calls to the same
+              container: records/s, tok/s against the best real-time level, lost records
 
 run, overhead, crosscheck and load take --url of a running container, or --start CONFIG
 (none, eagle3:K or peagle:K) to start a local one for the duration.
@@ -40,11 +42,12 @@ from bench.commands import (
     shadow,
     sweep,
     train_head,
+    transform,
 )
 
 COMMANDS = (
     run, sweep, crossover, overhead, crosscheck, load, coldstart, image, fault, retrain, ab,
-    shadow, train_head,
+    shadow, train_head, transform,
 )  # fmt: skip
 
 

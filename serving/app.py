@@ -80,6 +80,7 @@ def create_app(
             )
             records = transform.split(body, content_type, settings.batch)
             if records is not None:
+                del body  # the records hold its bytes now: a 100 MB body is not kept twice
                 return await invoke_records(request, records)
             prepared = await parser.prepare(body)
         except RequestRefused as error:
