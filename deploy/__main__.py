@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TextIO
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -21,11 +23,13 @@ from deploy import (
     container_figures,
     inputs,
     invoke,
+    model_tarball,
     names,
     rollout,
     shadow,
     status,
     train_head,
+    transform_job,
     upload,
 )
 from deploy.arguments import parser
@@ -233,6 +237,13 @@ def run_upload(args: argparse.Namespace, connect_to: Connect, out: TextIO, err: 
         raise UsageError(problems)
     assert base is not None
     connection = connect_to(args.profile, args.region, args.endpoint_url)
+    if args.pack:
+        with tempfile.TemporaryDirectory() as scratch:
+            tarball = Path(scratch) / model_tarball.TARBALL_NAME
+            members = model_tarball.pack(args.target_dir, args.head_dir, tarball)
+            err.write(f"packed {len(members)} files into {tarball.stat().st_size} bytes\n")
+            model_tarball.upload_tarball(connection.client("s3"), tarball, base, out, err)
+        return 0
     upload.upload_pair(connection.client("s3"), args.target_dir, args.head_dir, base, out, err)
     return 0
 
@@ -281,6 +292,14 @@ def run(
             return run_compare(args, connect_to, out)
         if args.command == "train-head":
             return train_head.run(
+                args,
+                lambda: connect_to(args.profile, args.region, args.endpoint_url),
+                out,
+                err,
+                clock,
+            )
+        if args.command == "transform":
+            return transform_job.run(
                 args,
                 lambda: connect_to(args.profile, args.region, args.endpoint_url),
                 out,

@@ -15,6 +15,9 @@ from deploy.plan import (
 )
 from deploy.training_job import DEFAULT_TRAINING_INSTANCE
 
+# Batch Transform's instance list lags the endpoints' (no ml.g7e in botocore's model yet).
+DEFAULT_TRANSFORM_INSTANCE = "ml.g6e.2xlarge"
+
 
 def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
@@ -36,6 +39,12 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--head-dir", type=Path, required=True, help="local P-EAGLE head")
     up.add_argument(
         "--s3-uri", required=True, help="base prefix s3://bucket/path/; gets model/ and eagle/"
+    )
+    up.add_argument(
+        "--pack",
+        action="store_true",
+        help="instead, one model.tar.gz with the head under eagle/, for Batch Transform "
+        "(transform's --model-url)",
     )
 
     deploy = commands.add_parser(
@@ -250,6 +259,55 @@ def parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--dry-run", action="store_true", help="print the request, send none")
     train.add_argument("--poll-seconds", type=float, default=60.0, help=argparse.SUPPRESS)
+
+    transform = commands.add_parser(
+        "transform",
+        parents=[common],
+        help="run a Batch Transform job over JSON Lines with the target and its head",
+        description="Create the model from one tarball (the target with its head under "
+        "eagle/, from `upload --pack`) and a Batch Transform job over the JSON Lines under "
+        "--input-uri (SplitType Line, MultiRecord, AssembleWith Line); wait for it, and say "
+        "where the answers are and how many records got an error line.",
+    )
+    transform.add_argument("--name", required=True, help="job name stem; the job is NAME-<time>")
+    transform.add_argument("--image", required=True, help="the serving image's ECR URI")
+    transform.add_argument("--role", required=True, help="IAM role ARN SageMaker assumes")
+    transform.add_argument(
+        "--model-url", required=True, help="s3://.../model.tar.gz (from upload --pack)"
+    )
+    transform.add_argument("--input-uri", required=True, help="s3://.../ of JSON Lines files")
+    transform.add_argument("--output-uri", required=True, help="s3://.../ for the answers")
+    transform.add_argument(
+        "--instance-type", default=DEFAULT_TRANSFORM_INSTANCE, help="(%(default)s)"
+    )
+    transform.add_argument("--instance-count", type=int, default=1, help="(%(default)s)")
+    transform.add_argument("--k", type=int, default=7, help="draft tokens (%(default)s)")
+    transform.add_argument(
+        "--max-payload-mb",
+        type=int,
+        default=6,
+        help="mini-batch size limit, up to 100 (%(default)s)",
+    )
+    transform.add_argument(
+        "--max-concurrent-transforms",
+        type=int,
+        help="mini-batches in flight per instance (default: the container's, 4)",
+    )
+    transform.add_argument(
+        "--invocations-timeout",
+        type=int,
+        default=3600,
+        help="seconds a mini-batch may take, up to 3600 (%(default)s)",
+    )
+    transform.add_argument("--max-retries", type=int, default=1, help="(%(default)s)")
+    transform.add_argument(
+        "--join-source",
+        choices=["none", "input"],
+        default="none",
+        help="input: each output line is the input record with the answer under SageMakerOutput",
+    )
+    transform.add_argument("--dry-run", action="store_true", help="print the requests, send none")
+    transform.add_argument("--poll-seconds", type=float, default=30.0, help=argparse.SUPPRESS)
     return top
 
 
