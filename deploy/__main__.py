@@ -86,7 +86,7 @@ def run_deploy(
 def print_dry_run(plan: Plan, update: bool, out: TextIO, err: TextIO) -> None:
     if not update:
         steps = rollout.steps(plan, rollout.Existing())
-        calls.print_calls([step for step in steps if isinstance(step, calls.Call)], out)
+        calls.print_calls(rollout.calls_of(plan, steps), out)
         err.write(
             f"dry run: nothing sent. These are the requests for a new endpoint "
             f"{plan.endpoint_name}; --update prints those that roll an existing one onto "
@@ -97,7 +97,7 @@ def print_dry_run(plan: Plan, update: bool, out: TextIO, err: TextIO) -> None:
         endpoint=True, component=True, min_acceptance=plan.guard.min_acceptance
     )
     steps = rollout.steps(plan, existing)
-    calls.print_calls([step for step in steps if isinstance(step, calls.Call)], out)
+    calls.print_calls(rollout.calls_of(plan, steps), out)
     err.write(
         f"dry run: nothing sent. These are the requests that roll the existing endpoint "
         f"{plan.endpoint_name} onto the head, guarded by the alarms shown"
@@ -248,10 +248,35 @@ def run_upload(args: argparse.Namespace, connect_to: Connect, out: TextIO, err: 
     return 0
 
 
-def run_invoke(args: argparse.Namespace, connect_to: Connect, out: TextIO) -> int:
+def run_invoke(args: argparse.Namespace, connect_to: Connect, out: TextIO, clock: Clock) -> int:
     payload = invoke.chat_payload(
         args.prompt, args.payload, args.max_tokens, args.temperature, args.stream
     )
+    if args.asynchronous:
+        problems: list[str] = []
+        if args.stream:
+            problems.append("--stream and --async do not go together: async answers land whole.")
+        if args.input_uri is None:
+            problems.append("--async needs --input-uri s3://.../, where the payload goes.")
+        prefix = inputs.checked_prefix("--input-uri", args.input_uri or "", problems)
+        if problems:
+            raise UsageError(problems)
+        assert prefix is not None
+        connection = connect_to(args.profile, args.region, args.endpoint_url)
+        clock.poll_seconds = args.poll_seconds
+        invoke.invoke_async(
+            connection.client("sagemaker-runtime"),
+            connection.client("s3"),
+            args.name,
+            payload,
+            prefix,
+            out,
+            clock,
+            args.wait_seconds,
+        )
+        return 0
+    if args.input_uri is not None:
+        raise UsageError("--input-uri is for --async; add --async or drop it.")
     connection = connect_to(args.profile, args.region, args.endpoint_url)
     invoke.invoke(connection.client("sagemaker-runtime"), args.name, payload, out)
     return 0
@@ -283,7 +308,7 @@ def run(
         if args.command == "upload":
             return run_upload(args, connect_to, out, err)
         if args.command == "invoke":
-            return run_invoke(args, connect_to, out)
+            return run_invoke(args, connect_to, out, clock)
         if args.command == "shadow":
             return run_shadow(args, connect_to, out, err, clock)
         if args.command == "promote":

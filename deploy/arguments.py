@@ -112,9 +112,37 @@ def parser() -> argparse.ArgumentParser:
     scale.add_argument("--target-value", type=float, help="load per instance (or copy) to hold")
     scale.add_argument(
         "--metric",
-        choices=("concurrency", "invocations"),
+        choices=("concurrency", "invocations", "backlog"),
         default="concurrency",
-        help="concurrent requests (high resolution) or invocations per minute (%(default)s)",
+        help="concurrent requests (high resolution), invocations per minute, or (--async) the "
+        "queued requests per instance (%(default)s)",
+    )
+    asynchronous = deploy.add_argument_group(
+        "asynchronous inference (requests and answers through S3, queued, up to 1 GB and an hour)"
+    )
+    asynchronous.add_argument(
+        "--async",
+        dest="asynchronous",
+        action="store_true",
+        help="an asynchronous endpoint (invoke it with invoke --async)",
+    )
+    asynchronous.add_argument("--async-output-uri", help="s3://.../ where answers are written")
+    asynchronous.add_argument(
+        "--async-failure-uri", help="s3://.../ for failed requests (default: OUTPUT/failures/)"
+    )
+    asynchronous.add_argument("--sns-success-topic", help="SNS topic ARN told of each answer")
+    asynchronous.add_argument("--sns-error-topic", help="SNS topic ARN told of each failure")
+    asynchronous.add_argument(
+        "--max-concurrent-invocations",
+        type=int,
+        help="requests SageMaker sends each instance at once (default: SageMaker's)",
+    )
+    asynchronous.add_argument(
+        "--scale-to-zero",
+        action="store_true",
+        help="no instance while the queue is empty: target tracking on the backlog per "
+        "instance (--target-value, default 5) down to 0, and an alarm on "
+        "HasBacklogWithoutCapacity that adds one when requests arrive",
     )
     guard = deploy.add_argument_group(
         "guarded update (an existing endpoint moves to the new head through a canary that "
@@ -157,6 +185,18 @@ def parser() -> argparse.ArgumentParser:
     call.add_argument("--max-tokens", type=int, help="overrides the payload's")
     call.add_argument("--temperature", type=float, help="overrides the payload's")
     call.add_argument("--stream", action="store_true", help="print tokens as they arrive")
+    call.add_argument(
+        "--async",
+        dest="asynchronous",
+        action="store_true",
+        help="an asynchronous endpoint: upload the payload under --input-uri, "
+        "InvokeEndpointAsync, wait for the answer in S3 and print it",
+    )
+    call.add_argument("--input-uri", help="s3://.../ where --async uploads the payload")
+    call.add_argument(
+        "--wait-seconds", type=float, default=3600.0, help="how long --async waits (%(default)s)"
+    )
+    call.add_argument("--poll-seconds", type=float, default=5.0, help=argparse.SUPPRESS)
 
     show = commands.add_parser("status", parents=[common], help="the endpoint's state")
     show.add_argument("--name", required=True, help="endpoint name")

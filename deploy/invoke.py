@@ -9,11 +9,16 @@ buffered and split only at blank lines, the SSE event boundary.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from botocore.exceptions import ClientError
+
 from deploy.errors import DeployFailed, UsageError
+from deploy.s3 import S3Prefix
+from deploy.waiting import Clock
 from serving.sse import DONE, DataSplitter
 
 
@@ -79,6 +84,70 @@ def stream_texts(events: Iterable[dict[str, Any]]) -> Iterator[str]:
             yield text_of(data)
 
 
+def answer_text(answer: dict[str, Any]) -> str:
+    """What to print of a whole chat answer: its message, else the JSON."""
+    choices = answer.get("choices") or []
+    if not choices:
+        return json.dumps(answer, indent=2)
+    return choices[0].get("message", {}).get("content") or ""
+
+
+def s3_object(uri: str) -> tuple[str, str]:
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    return bucket, key
+
+
+def read_if_there(s3: Any, uri: str) -> bytes | None:
+    bucket, key = s3_object(uri)
+    try:
+        return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+            return None
+        raise
+
+
+def invoke_async(
+    runtime: Any,
+    s3: Any,
+    endpoint_name: str,
+    payload: dict[str, Any],
+    input_prefix: S3Prefix,
+    out: TextIO,
+    clock: Clock,
+    wait_seconds: float,
+) -> None:
+    """Upload the payload, InvokeEndpointAsync, then wait for the answer (or the failure) in
+    S3 and print it."""
+    key = f"{input_prefix.prefix}{uuid.uuid4()}.json"
+    s3.put_object(Bucket=input_prefix.bucket, Key=key, Body=json.dumps(payload).encode())
+    location = f"s3://{input_prefix.bucket}/{key}"
+    response = runtime.invoke_endpoint_async(
+        EndpointName=endpoint_name,
+        ContentType="application/json",
+        InputLocation=location,
+        InvocationTimeoutSeconds=int(min(max(wait_seconds, 1), 3600)),
+    )
+    output, failure = response["OutputLocation"], response.get("FailureLocation")
+    out.write(f"queued {response.get('InferenceId', '')}: {location} -> {output}\n")
+    out.flush()
+    start = clock.now()
+    while True:
+        if (answer := read_if_there(s3, output)) is not None:
+            out.write(answer_text(json.loads(answer)) + "\n")
+            return
+        if failure and (failed := read_if_there(s3, failure)) is not None:
+            raise DeployFailed(
+                f"the endpoint failed the request ({failure}): {failed.decode(errors='replace')}"
+            )
+        if clock.now() - start >= wait_seconds:
+            raise DeployFailed(
+                f"no answer at {output} after {wait_seconds:g} s; it may still come (the "
+                "request stays queued), look there later."
+            )
+        clock.sleep(clock.poll_seconds)
+
+
 def invoke(runtime: Any, endpoint_name: str, payload: dict[str, Any], out: TextIO) -> None:
     body = json.dumps(payload)
     if payload.get("stream"):
@@ -96,9 +165,4 @@ def invoke(runtime: Any, endpoint_name: str, payload: dict[str, Any], out: TextI
     response = runtime.invoke_endpoint(
         EndpointName=endpoint_name, ContentType="application/json", Body=body
     )
-    answer = json.loads(response["Body"].read())
-    choices = answer.get("choices") or []
-    if not choices:
-        out.write(json.dumps(answer, indent=2) + "\n")
-        return
-    out.write((choices[0].get("message", {}).get("content") or "") + "\n")
+    out.write(answer_text(json.loads(response["Body"].read())) + "\n")

@@ -10,7 +10,7 @@ from deploy import names
 from deploy.s3 import S3Prefix
 from deploy.sizing import Sizing
 
-Metric = Literal["concurrency", "invocations"]
+Metric = Literal["concurrency", "invocations", "backlog"]
 # The CUDA release of the default base, vllm/vllm-openai:v0.32.0 (its -cu129 tag: 12.9).
 DEFAULT_IMAGE_CUDA = "13.0"
 DEFAULT_INSTANCE_TYPE = "ml.g7e.2xlarge"
@@ -19,6 +19,19 @@ DEFAULT_CANARY_PERCENT = 10
 DEFAULT_BAKE_SECONDS = 600
 # The new head's alarm threshold, against the current head's last hour, when none is given.
 DEFAULT_ACCEPTANCE_FLOOR = 0.9
+
+
+@dataclass(frozen=True)
+class AsyncInference:
+    """An asynchronous endpoint: requests read from S3, answers written there, queued."""
+
+    output: S3Prefix
+    failure: S3Prefix
+    success_topic: str | None = None
+    error_topic: str | None = None
+    max_concurrent_invocations: int | None = None
+    # Autoscaling down to no instance while the queue is empty, woken by the backlog.
+    scale_to_zero: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,7 @@ class Plan:
     guard: Guard = field(default_factory=Guard)
     # K by batch size ([first, last, K] ranges; num_speculative_tokens is the largest K).
     batch_schedule: tuple[tuple[int, int, int], ...] | None = None
+    asynchronous: AsyncInference | None = None
 
     @property
     def head_version(self) -> str:

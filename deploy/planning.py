@@ -12,7 +12,14 @@ from deploy import inputs, names
 from deploy.clients import Connection
 from deploy.errors import UsageError
 from deploy.model_dirs import directory_bytes
-from deploy.plan import DEFAULT_NUM_SPECULATIVE_TOKENS, Autoscaling, Component, Guard, Plan
+from deploy.plan import (
+    DEFAULT_NUM_SPECULATIVE_TOKENS,
+    AsyncInference,
+    Autoscaling,
+    Component,
+    Guard,
+    Plan,
+)
 from deploy.requests import speculative_config
 from deploy.s3 import S3Prefix, prefix_bytes
 from deploy.sizing import GB, size_for
@@ -21,6 +28,10 @@ from serving.variables import BATCH_SCHEDULE_KEY
 
 
 def autoscaling_of(args: argparse.Namespace, problems: list[str]) -> Autoscaling | None:
+    if args.asynchronous and args.scale_to_zero:
+        return scale_to_zero_of(args, problems)
+    if args.metric == "backlog" and not args.asynchronous:
+        problems.append("--metric backlog is the queue of an asynchronous endpoint; add --async.")
     values = (args.min_capacity, args.max_capacity, args.target_value)
     if not args.autoscale:
         if any(value is not None for value in values):
@@ -41,6 +52,80 @@ def autoscaling_of(args: argparse.Namespace, problems: list[str]) -> Autoscaling
         return None
     scaling = Autoscaling(args.min_capacity, args.max_capacity, args.target_value, args.metric)
     problems += inputs.autoscaling_problems(scaling, args.inference_component)
+    return scaling
+
+
+# Queued requests per instance that --scale-to-zero holds when --target-value is not given.
+DEFAULT_BACKLOG_PER_INSTANCE = 5.0
+
+
+def asynchronous_of(args: argparse.Namespace, problems: list[str]) -> AsyncInference | None:
+    """--async and its options; --scale-to-zero's autoscaling is made in autoscaling_of."""
+    given = [
+        option
+        for option, value in (
+            ("--async-output-uri", args.async_output_uri),
+            ("--async-failure-uri", args.async_failure_uri),
+            ("--sns-success-topic", args.sns_success_topic),
+            ("--sns-error-topic", args.sns_error_topic),
+            ("--max-concurrent-invocations", args.max_concurrent_invocations),
+            ("--scale-to-zero", args.scale_to_zero or None),
+        )
+        if value is not None
+    ]
+    if not args.asynchronous:
+        if given:
+            problems.append(f"{', '.join(given)} take effect only with --async; add it.")
+        return None
+    if args.inference_component:
+        problems.append(
+            "--async and --inference-component do not go together: SageMaker hosts "
+            "asynchronous endpoints on the variant's model only; drop one."
+        )
+    if args.async_output_uri is None:
+        problems.append("--async needs --async-output-uri s3://.../, where answers are written.")
+        return None
+    output = inputs.checked_prefix("--async-output-uri", args.async_output_uri, problems)
+    failure = (
+        inputs.checked_prefix("--async-failure-uri", args.async_failure_uri, problems)
+        if args.async_failure_uri
+        else (output.child("failures") if output is not None else None)
+    )
+    if args.max_concurrent_invocations is not None and args.max_concurrent_invocations < 1:
+        problems.append(
+            f"--max-concurrent-invocations {args.max_concurrent_invocations} is below 1."
+        )
+    if output is None or failure is None:
+        return None
+    return AsyncInference(
+        output=output,
+        failure=failure,
+        success_topic=args.sns_success_topic,
+        error_topic=args.sns_error_topic,
+        max_concurrent_invocations=args.max_concurrent_invocations,
+        scale_to_zero=args.scale_to_zero,
+    )
+
+
+def scale_to_zero_of(args: argparse.Namespace, problems: list[str]) -> Autoscaling:
+    """Target tracking on the backlog per instance, from 0 to --max-capacity (default: the
+    instance count)."""
+    if args.autoscale or args.min_capacity is not None:
+        problems.append(
+            "--scale-to-zero sets the autoscaling itself (0 to --max-capacity instances on "
+            "the backlog per instance); drop --autoscale and --min-capacity."
+        )
+    if args.metric not in ("concurrency", "backlog"):
+        problems.append("--scale-to-zero scales on the backlog; drop --metric.")
+    maximum = args.max_capacity if args.max_capacity is not None else args.instance_count
+    target = args.target_value if args.target_value is not None else DEFAULT_BACKLOG_PER_INSTANCE
+    scaling = Autoscaling(0, maximum, target, "backlog")
+    # The variant's floor of one does not hold for an asynchronous endpoint.
+    problems += [
+        problem
+        for problem in inputs.autoscaling_problems(scaling, component=True)
+        if "--min-capacity" not in problem
+    ]
     return scaling
 
 
@@ -164,6 +249,7 @@ def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connectio
         )
     inputs.checked_directory("--target-dir", args.target_dir, problems)
     inputs.checked_directory("--head-dir", args.head_dir, problems)
+    asynchronous = asynchronous_of(args, problems)
     scaling = autoscaling_of(args, problems)
     guard = guard_of(args, problems)
     if not problems and args.target_dir is not None and args.head_dir is not None:
@@ -201,4 +287,5 @@ def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connectio
         component=component,
         autoscaling=scaling,
         guard=guard,
+        asynchronous=asynchronous,
     )

@@ -14,19 +14,21 @@ from typing import Any
 
 from deploy import names
 from deploy.calls import Call
-from deploy.plan import Autoscaling, Plan
+from deploy.plan import AsyncInference, Autoscaling, Plan
 from deploy.s3 import S3Prefix
 from serving import paths
 from serving.variables import (
     BATCH_SCHEDULE_KEY,
     ENDPOINT_NAME_VAR,
     HEAD_VERSION_VAR,
+    MAX_PAYLOAD_VAR,
     SPECULATIVE_CONFIG_VAR,
     VARIANT_NAME_VAR,
 )
 
 SAGEMAKER = "sagemaker"
 AUTOSCALING = "application-autoscaling"
+CLOUDWATCH = "cloudwatch"
 HEAD_MOUNT = str(paths.channel_dir(paths.DEFAULT_OPT_ML_ROOT))
 # A new instance takes minutes to load the model: scale out after a minute of load, scale in
 # only after five quiet minutes so a burst does not tear down what it just paid to start.
@@ -41,6 +43,12 @@ COMPONENT_METRICS = {
     "concurrency": "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution",
     "invocations": "SageMakerInferenceComponentInvocationsPerCopy",
 }
+# Asynchronous endpoints scale on their queue (AWS's documented pattern): the backlog per
+# instance to hold, and the alarm that wakes an endpoint scaled to zero.
+BACKLOG_METRIC = "ApproximateBacklogSizePerInstance"
+WAKE_UP_METRIC = "HasBacklogWithoutCapacity"
+# The async limits: a payload of up to 1 GB, read from S3 and posted to /invocations.
+ASYNC_MAX_PAYLOAD_MB = "1024"
 VARIANT_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
 COMPONENT_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
 
@@ -71,6 +79,7 @@ def environment(plan: Plan) -> dict[str, str]:
         ENDPOINT_NAME_VAR: plan.endpoint_name,
         VARIANT_NAME_VAR: names.VARIANT_NAME,
         HEAD_VERSION_VAR: plan.head_version,
+        **({MAX_PAYLOAD_VAR: ASYNC_MAX_PAYLOAD_MB} if plan.asynchronous is not None else {}),
         **plan.extra_environment,
     }
 
@@ -136,7 +145,28 @@ def create_endpoint_config(plan: Plan) -> Call:
     if plan.component is not None:
         # No model in the variant, so SageMaker takes the role from the config.
         params["ExecutionRoleArn"] = plan.role_arn
+    if plan.asynchronous is not None:
+        params["AsyncInferenceConfig"] = async_inference_config(plan.asynchronous)
     return Call(SAGEMAKER, "CreateEndpointConfig", params)
+
+
+def async_inference_config(asynchronous: AsyncInference) -> dict[str, Any]:
+    output: dict[str, Any] = {
+        "S3OutputPath": asynchronous.output.uri,
+        "S3FailurePath": asynchronous.failure.uri,
+    }
+    topics = {
+        "SuccessTopic": asynchronous.success_topic,
+        "ErrorTopic": asynchronous.error_topic,
+    }
+    if any(topics.values()):
+        output["NotificationConfig"] = {key: value for key, value in topics.items() if value}
+    config: dict[str, Any] = {"OutputConfig": output}
+    if asynchronous.max_concurrent_invocations is not None:
+        config["ClientConfig"] = {
+            "MaxConcurrentInvocationsPerInstance": asynchronous.max_concurrent_invocations
+        }
+    return config
 
 
 def create_endpoint(plan: Plan) -> Call:
@@ -297,6 +327,13 @@ def put_scaling_policy(plan: Plan) -> Call:
     scaling = plan.autoscaling
     assert scaling is not None
     resource_id, dimension, metrics = scaling_target(plan)
+    metric: dict[str, Any]
+    if scaling.metric == "backlog":
+        metric = {"CustomizedMetricSpecification": endpoint_metric(plan, BACKLOG_METRIC)}
+    else:
+        metric = {
+            "PredefinedMetricSpecification": {"PredefinedMetricType": metrics[scaling.metric]}
+        }
     return Call(
         AUTOSCALING,
         "PutScalingPolicy",
@@ -308,10 +345,63 @@ def put_scaling_policy(plan: Plan) -> Call:
             "PolicyType": "TargetTrackingScaling",
             "TargetTrackingScalingPolicyConfiguration": {
                 "TargetValue": scaling.target_value,
-                "PredefinedMetricSpecification": {"PredefinedMetricType": metrics[scaling.metric]},
+                **metric,
                 "ScaleOutCooldown": SCALE_OUT_COOLDOWN_SECONDS,
                 "ScaleInCooldown": SCALE_IN_COOLDOWN_SECONDS,
             },
+        },
+    )
+
+
+def endpoint_metric(plan: Plan, name: str) -> dict[str, Any]:
+    return {
+        "MetricName": name,
+        "Namespace": "AWS/SageMaker",
+        "Dimensions": [{"Name": "EndpointName", "Value": plan.endpoint_name}],
+        "Statistic": "Average",
+    }
+
+
+def wake_up_policy(plan: Plan) -> Call:
+    """A step policy that adds one instance: target tracking alone never scales out from
+    zero, since with no instance the backlog per instance is not defined."""
+    resource_id, dimension, _ = scaling_target(plan)
+    return Call(
+        AUTOSCALING,
+        "PutScalingPolicy",
+        {
+            "PolicyName": f"{plan.endpoint_name}-wake-up",
+            "ServiceNamespace": SAGEMAKER,
+            "ResourceId": resource_id,
+            "ScalableDimension": dimension,
+            "PolicyType": "StepScaling",
+            "StepScalingPolicyConfiguration": {
+                "AdjustmentType": "ChangeInCapacity",
+                "MetricAggregationType": "Average",
+                "Cooldown": SCALE_IN_COOLDOWN_SECONDS,
+                "StepAdjustments": [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}],
+            },
+        },
+    )
+
+
+def wake_up_alarm(plan: Plan, policy_arn: str) -> Call:
+    """HasBacklogWithoutCapacity >= 1 for a minute: the wake-up policy adds an instance."""
+    metric = endpoint_metric(plan, WAKE_UP_METRIC)
+    return Call(
+        CLOUDWATCH,
+        "PutMetricAlarm",
+        {
+            "AlarmName": f"{plan.endpoint_name}-has-backlog-without-capacity",
+            "AlarmDescription": "Wakes the asynchronous endpoint scaled to zero when requests "
+            "are queued (python -m deploy --scale-to-zero).",
+            **{key: metric[key] for key in ("MetricName", "Namespace", "Dimensions", "Statistic")},
+            "Period": 60,
+            "EvaluationPeriods": 1,
+            "Threshold": 1,
+            "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+            "TreatMissingData": "missing",
+            "AlarmActions": [policy_arn],
         },
     )
 

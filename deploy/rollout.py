@@ -36,7 +36,16 @@ class WaitForComponent:
     pass
 
 
-Step = Call | WaitForEndpoint | WaitForComponent
+@dataclass(frozen=True)
+class WakeUp:
+    """An asynchronous endpoint scaled to zero: the step policy that adds an instance, then
+    the alarm on the queue that calls it (the alarm needs the policy's ARN)."""
+
+
+# What the dry run prints for the policy's ARN, which only the real call returns.
+POLICY_ARN_PLACEHOLDER = "<PolicyARN returned by the PutScalingPolicy above>"
+
+Step = Call | WaitForEndpoint | WaitForComponent | WakeUp
 
 
 @dataclass(frozen=True)
@@ -68,11 +77,13 @@ def alarm_names(calls: list[Step]) -> list[str]:
 
 def steps(plan: Plan, existing: Existing) -> list[Step]:
     model = [requests.create_model(plan)]
-    scaling = (
+    scaling: list[Step] = (
         [requests.register_scalable_target(plan), requests.put_scaling_policy(plan)]
         if plan.autoscaling is not None
         else []
     )
+    if plan.asynchronous is not None and plan.asynchronous.scale_to_zero:
+        scaling.append(WakeUp())
     if plan.component is None:
         if not existing.endpoint:
             return [
@@ -112,11 +123,26 @@ def steps(plan: Plan, existing: Existing) -> list[Step]:
     return [*model, *guard, update, WaitForComponent(), *scaling]
 
 
+def calls_of(plan: Plan, planned: list[Step]) -> list[Call]:
+    """The requests among the steps, the wake-up's two included (its alarm with a stand-in
+    for the policy ARN), for printing and checking."""
+    found: list[Call] = []
+    for step in planned:
+        if isinstance(step, Call):
+            found.append(step)
+        elif isinstance(step, WakeUp):
+            found += [
+                requests.wake_up_policy(plan),
+                requests.wake_up_alarm(plan, POLICY_ARN_PLACEHOLDER),
+            ]
+    return found
+
+
 def every_call(plan: Plan) -> list[Call]:
     """The calls of both a first deployment and a re-run, for checking before any call."""
     found = []
     for existing in (Existing(), Existing(endpoint=True, component=True, min_acceptance=1.0)):
-        found += [step for step in steps(plan, existing) if isinstance(step, Call)]
+        found += calls_of(plan, steps(plan, existing))
     return found
 
 
@@ -210,6 +236,13 @@ def run_steps(
         if isinstance(step, Call):
             out.write(describe_step(step) + "\n")
             send(connection.client, step)
+        elif isinstance(step, WakeUp):
+            policy = requests.wake_up_policy(plan)
+            out.write(f"{describe_step(policy)} (step scaling: wake up)\n")
+            arn = send(connection.client, policy)["PolicyARN"]
+            alarm = requests.wake_up_alarm(plan, arn)
+            out.write(describe_step(alarm) + "\n")
+            send(connection.client, alarm)
         elif isinstance(step, WaitForEndpoint):
             expected = plan.endpoint_config_name if step.updating else None
             wait_for_endpoint(

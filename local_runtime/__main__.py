@@ -8,6 +8,10 @@ With --shadow-container-url, a second container is a shadow variant: --shadow-sa
 of the calls (default 50) go to it too, its answers are read and discarded, and GET /shadow
 counts what was mirrored. The answers the client gets are production's alone.
 
+With --async-output-uri, boto3's invoke_endpoint_async works too: the payload is read from its
+InputLocation in S3 (--s3-endpoint-url for a local S3 such as moto's server), and the answer
+written under that prefix (local_runtime/async_inference.py).
+
 `python -m local_runtime transform IN.jsonl OUT.jsonl` runs a Batch Transform job against the
 container instead (local_runtime/transform.py).
 """
@@ -72,6 +76,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the share of calls mirrored to the shadow, 0 to 100 "
         f"(default {DEFAULT_SAMPLE_PERCENT:g})",
     )
+    parser.add_argument(
+        "--async-output-uri",
+        help="s3://.../ for invoke_endpoint_async's answers (default: no async route)",
+    )
+    parser.add_argument("--async-failure-uri", help="s3://.../ for failures (OUTPUT/failures/)")
+    parser.add_argument("--s3-endpoint-url", help="the S3 to read and write (default: AWS's)")
+    parser.add_argument(
+        "--max-concurrent-invocations",
+        type=int,
+        default=4,
+        help="async requests sent to the container at once (%(default)s)",
+    )
     args = parser.parse_args(argv)
     if args.shadow_sample is not None and args.shadow_container_url is None:
         parser.error("--shadow-sample needs --shadow-container-url, the shadow to mirror to")
@@ -87,6 +103,23 @@ def runtime_from(args: argparse.Namespace) -> Runtime:
     return Runtime(args.container_url, args.invoke_timeout, args.part_bytes, shadow=shadow)
 
 
+def async_invocations_from(args: argparse.Namespace, runtime: Runtime):
+    if args.async_output_uri is None:
+        return None
+    import boto3
+
+    from local_runtime.async_inference import AsyncInvocations
+
+    s3 = boto3.client("s3", endpoint_url=args.s3_endpoint_url)
+    return AsyncInvocations(
+        runtime,
+        s3,
+        args.async_output_uri,
+        args.async_failure_uri,
+        args.max_concurrent_invocations,
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["transform"]:
@@ -95,7 +128,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(transform.main(argv[1:]))
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    app = create_app(runtime_from(args))
+    runtime = runtime_from(args)
+    app = create_app(runtime, async_invocations_from(args, runtime))
     # loop and http stay "auto": uvloop and httptools when installed (uvicorn[standard], which
     # vLLM brings), which take about 0.3 ms off each call against asyncio and h11 here.
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)

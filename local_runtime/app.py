@@ -23,6 +23,7 @@ from starlette.types import Receive, Scope, Send
 
 from local_runtime import event_stream
 from local_runtime.asgi import read_body, request_headers, send_answer
+from local_runtime.async_inference import AsyncInvocations
 from local_runtime.container import Answer, ContainerClient, ContainerError, StreamedAnswer
 from local_runtime.errors import (
     CONTAINER_NAME,
@@ -267,10 +268,12 @@ class ShadowCounters:
         await answer(scope, receive, send)
 
 
-def create_app(runtime: Runtime) -> Starlette:
+def create_app(runtime: Runtime, async_invocations: AsyncInvocations | None = None) -> Starlette:
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         yield
+        if async_invocations is not None:
+            await async_invocations.aclose()
         await runtime.aclose()
 
     routes = [
@@ -282,4 +285,12 @@ def create_app(runtime: Runtime) -> Starlette:
         ),
         Route("/shadow", ShadowCounters(runtime), methods=["GET"]),
     ]
+    if async_invocations is not None:
+        routes.append(
+            Route(
+                "/endpoints/{endpoint_name}/async-invocations",
+                async_invocations,
+                methods=["POST"],
+            )
+        )
     return Starlette(routes=routes, lifespan=lifespan)

@@ -34,6 +34,7 @@ from serving.variables import (
     ENDPOINT_NAME_VAR,
     HEAD_VERSION_VAR,
     HF_MODEL_ID_VAR,
+    MAX_PAYLOAD_VAR,
     MODEL_VAR,
     OPT_ML_ROOT_VAR,
     TENSOR_PARALLEL_SIZE_VAR,
@@ -82,9 +83,7 @@ class Settings(BaseSettings):
     )
     host: str = "0.0.0.0"
     port: int = Field(paths.DEFAULT_PORT, validation_alias="SAGEMAKER_BIND_TO_PORT", ge=1, le=65535)
-    max_payload_mb: float = Field(
-        6.0, validation_alias="SAGEMAKER_MAX_PAYLOAD_IN_MB", gt=0, examples=[6]
-    )
+    max_payload_mb: float = Field(6.0, validation_alias=MAX_PAYLOAD_VAR, gt=0, examples=[6])
     # Batch Transform (serving/transform.py): the service sets these for a transform job.
     batch: Annotated[bool, BeforeValidator(boolean)] = Field(
         False, validation_alias="SAGEMAKER_BATCH"

@@ -24,6 +24,8 @@ OPT_ML_ROOT_VAR = "OPT_ML_ROOT"
 ENDPOINT_NAME_VAR = "SERVING_ENDPOINT_NAME"
 VARIANT_NAME_VAR = "SERVING_VARIANT_NAME"
 HEAD_VERSION_VAR = "SERVING_HEAD_VERSION"
+# The body limit, which a transform job sets and an asynchronous endpoint raises.
+MAX_PAYLOAD_VAR = "SAGEMAKER_MAX_PAYLOAD_IN_MB"
 # Agents (serving/engine_args/agents.py): the container chooses these unless they are set.
 TOOL_CALL_PARSER_VAR = "SM_VLLM_TOOL_CALL_PARSER"
 REASONING_PARSER_VAR = "SM_VLLM_REASONING_PARSER"
