@@ -80,7 +80,6 @@ def create_app(
             )
             records = transform.split(body, content_type, settings.batch)
             if records is not None:
-                del body  # the records hold its bytes now: a 100 MB body is not kept twice
                 return await invoke_records(request, records)
             prepared = await parser.prepare(body)
         except RequestRefused as error:
@@ -98,7 +97,7 @@ def create_app(
             request, invocations.ENGINE_PATH.encode(), prepared.content, headers, prepared.tgi
         )
 
-    async def invoke_records(request: Request, records: list[bytes]) -> Response:
+    async def invoke_records(request: Request, records: transform.Records) -> Response:
         """A transform's mini-batch: every record answered, one line each, in order."""
         if (refusal := bad_header(request)) is not None:
             return refusal

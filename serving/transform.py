@@ -59,24 +59,62 @@ def is_jsonlines(content_type: str | None) -> bool:
     return media_type(content_type) in JSONLINES_MEDIA_TYPES
 
 
-def records_of(body: bytes) -> list[bytes] | None:
+class Records(Sequence[bytes]):
+    """A body's records, each cut out of the body only when it is answered: a 100 MiB body
+    is held once, plus the records in flight."""
+
+    def __init__(self, body: bytes, spans: list[tuple[int, int]]):
+        self.body = body
+        self.spans = spans
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[position] for position in range(*index.indices(len(self)))]
+        start, end = self.spans[index]
+        return bytes(self.body[start:end])
+
+
+WHITESPACE = b" \t\r\n\f\v"
+
+
+def line_spans(body: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each non-blank line, its surrounding whitespace left out."""
+    spans = []
+    position, size = 0, len(body)
+    while position < size:
+        end = body.find(b"\n", position)
+        end = size if end < 0 else end
+        start, stop = position, end
+        while start < stop and body[start] in WHITESPACE:
+            start += 1
+        while stop > start and body[stop - 1] in WHITESPACE:
+            stop -= 1
+        if start < stop:
+            spans.append((start, stop))
+        position = end + 1
+    return spans
+
+
+def records_of(body: bytes) -> Records | None:
     """The body's records when it is several JSON lines, else None (one JSON document, or a
     single line: the one-request path answers it, with its own errors)."""
-    lines = [line.strip() for line in body.split(b"\n")]
-    records = [line for line in lines if line]
-    if len(records) < 2:
+    spans = line_spans(body)
+    if len(spans) < 2:
         return None
     try:
         json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):
-        return records
+        return Records(body, spans)
     return None  # one document written over several lines
 
 
-def split(body: bytes, content_type: str | None, batch_mode: bool) -> list[bytes] | None:
+def split(body: bytes, content_type: str | None, batch_mode: bool) -> Records | None:
     """The records to answer line by line, or None for a one-request body."""
     if is_jsonlines(content_type):
-        return [line for line in (line.strip() for line in body.split(b"\n")) if line]
+        return Records(body, line_spans(body))
     if batch_mode:
         return records_of(body)
     return None
@@ -141,11 +179,11 @@ async def answer_records(
     """Every record answered, at most `in_flight` at once; the lines in input order."""
     slots = asyncio.Semaphore(in_flight)
 
-    async def one(record: bytes) -> dict[str, Any]:
-        async with slots:
-            return await answer_record(record, prepare, send, unavailable)
+    async def one(index: int) -> dict[str, Any]:
+        async with slots:  # a record is cut out of the body only once its turn has come
+            return await answer_record(records[index], prepare, send, unavailable)
 
-    answers = await asyncio.gather(*(one(record) for record in records))
+    answers = await asyncio.gather(*(one(index) for index in range(len(records))))
     return b"".join(json.dumps(answer, ensure_ascii=False).encode() + b"\n" for answer in answers)
 
 
