@@ -18,7 +18,7 @@ from deploy import names
 from deploy.calls import Call
 from deploy.errors import DeployFailed
 from deploy.s3 import S3Prefix
-from deploy.waiting import Clock, elapsed
+from deploy.waiting import Clock, poll_job
 
 SAGEMAKER = "sagemaker"
 DEFAULT_TRAINING_INSTANCE = "ml.g6e.12xlarge"
@@ -40,7 +40,6 @@ METRIC_DEFINITIONS = [
         "Regex": r"peagle_replay_acceptance_length=([0-9.eE+-]+)",
     },
 ]
-DONE = frozenset({"Completed", "Failed", "Stopped"})
 
 
 @dataclass(frozen=True)
@@ -135,24 +134,17 @@ def wait_for_job(sagemaker: Any, plan: TrainingPlan, out: TextIO, clock: Clock) 
     """Poll DescribeTrainingJob, printing each change of status and the metrics as they come;
     DeployFailed with SageMaker's reason when the job does not complete."""
     describe = functools.partial(sagemaker.describe_training_job, TrainingJobName=plan.job_name)
-    start = clock.now()
-    last = None
-    while True:
-        description = describe()
-        status = description["TrainingJobStatus"]
-        shown = (status, description.get("SecondaryStatus"), metrics_text(description))
-        if shown != last:
-            line = f"[{elapsed(clock.now() - start)}] {plan.job_name}: {status}"
-            if shown[1]:
-                line += f" ({shown[1]})"
-            if shown[2]:
-                line += f"; {shown[2]}"
-            out.write(line + "\n")
-            out.flush()
-            last = shown
-        if status in DONE:
-            break
-        clock.sleep(clock.poll_seconds)
+
+    def line_of(description: dict[str, Any]) -> str:
+        line = f"{plan.job_name}: {description['TrainingJobStatus']}"
+        if secondary := description.get("SecondaryStatus"):
+            line += f" ({secondary})"
+        if metrics := metrics_text(description):
+            line += f"; {metrics}"
+        return line
+
+    description = poll_job(describe, "TrainingJobStatus", line_of, out, clock)
+    status = description["TrainingJobStatus"]
     if status != "Completed":
         reason = description.get("FailureReason", "SageMaker gave no reason")
         raise DeployFailed(

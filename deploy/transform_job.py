@@ -24,14 +24,13 @@ from deploy.calls import Call
 from deploy.errors import DeployFailed, UsageError
 from deploy.requests import SAGEMAKER, speculative_config
 from deploy.s3 import S3Prefix
-from deploy.waiting import Clock, elapsed
+from deploy.waiting import Clock, poll_job
 from serving import paths
 from serving.variables import SPECULATIVE_CONFIG_VAR
 
 # Where the head is inside the model's tarball, as the container sees it.
 HEAD_IN_MODEL = str(paths.model_dir(paths.DEFAULT_OPT_ML_ROOT) / paths.MODEL_HEAD_SUBDIR)
 JSON_LINES = "application/jsonlines"
-DONE = ("Completed", "Failed", "Stopped")
 
 
 @dataclass(frozen=True)
@@ -161,18 +160,14 @@ def wait_for_job(sagemaker: Any, plan: TransformPlan, out: TextIO, clock: Clock)
     """Poll DescribeTransformJob, printing each change of status; DeployFailed with
     SageMaker's reason when the job does not complete."""
     describe = functools.partial(sagemaker.describe_transform_job, TransformJobName=plan.job_name)
-    start = clock.now()
-    last = None
-    while True:
-        description = describe()
-        status = description["TransformJobStatus"]
-        if status != last:
-            out.write(f"[{elapsed(clock.now() - start)}] {plan.job_name}: {status}\n")
-            out.flush()
-            last = status
-        if status in DONE:
-            break
-        clock.sleep(clock.poll_seconds)
+    description = poll_job(
+        describe,
+        "TransformJobStatus",
+        lambda described: f"{plan.job_name}: {described['TransformJobStatus']}",
+        out,
+        clock,
+    )
+    status = description["TransformJobStatus"]
     if status != "Completed":
         reason = description.get("FailureReason", "SageMaker gave no reason")
         raise DeployFailed(

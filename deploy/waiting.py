@@ -174,3 +174,30 @@ def wait_until_gone(
         if clock.now() - start > MAX_WAIT_SECONDS:
             raise DeployFailed(f"{what} is still there after {elapsed(clock.now() - start)}.")
         clock.sleep(clock.poll_seconds)
+
+
+# A training or transform job's end states.
+JOB_DONE = frozenset({"Completed", "Failed", "Stopped"})
+
+
+def poll_job(
+    describe: Callable[[], dict[str, Any]],
+    status_key: str,
+    line_of: Callable[[dict[str, Any]], str],
+    out: TextIO,
+    clock: Clock,
+) -> dict[str, Any]:
+    """Describe the job until it ends, printing `line_of(description)` each time it changes,
+    with the time since the start; the last description."""
+    start = clock.now()
+    last = None
+    while True:
+        description = describe()
+        line = line_of(description)
+        if line != last:
+            out.write(f"[{elapsed(clock.now() - start)}] {line}\n")
+            out.flush()
+            last = line
+        if description[status_key] in JOB_DONE:
+            return description
+        clock.sleep(clock.poll_seconds)

@@ -162,6 +162,18 @@ def test_a_real_time_endpoint_answers_json_lines_too(peagle):
     assert "not valid JSON" in refused.json()["error"]["message"]
 
 
+def local_transform(url: str, source, output, *options: str) -> subprocess.CompletedProcess:
+    """`python -m local_runtime transform` against the container at `url`."""
+    command = ["transform", str(source), str(output), "--container-url", url, *options]
+    return subprocess.run(
+        [sys.executable, "-m", "local_runtime", *command],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
 def test_a_local_transform_job_runs_like_the_service(scheduled, tmp_path):
     """`python -m local_runtime transform`: execution parameters, mini-batches, assembly in
     order, the join; one bad record costs one error line."""
@@ -171,24 +183,7 @@ def test_a_local_transform_job_runs_like_the_service(scheduled, tmp_path):
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps(record) + "\n" for record in records))
     output = tmp_path / "out.jsonl"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "local_runtime",
-            "transform",
-            str(source),
-            str(output),
-            "--container-url",
-            scheduled.url,
-            "--join-source",
-            "input",
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    result = local_transform(scheduled.url, source, output, "--join-source", "input")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "MaxConcurrentTransforms=3" in result.stdout
     assert "12 records in 1 mini-batches" in result.stdout
@@ -205,24 +200,7 @@ def test_single_record_sends_one_record_per_call(scheduled, tmp_path):
     source = tmp_path / "in.jsonl"
     source.write_text(json.dumps(COMPLETION) + "\n" + json.dumps(CHAT) + "\n")
     output = tmp_path / "out.jsonl"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "local_runtime",
-            "transform",
-            str(source),
-            str(output),
-            "--container-url",
-            scheduled.url,
-            "--batch-strategy",
-            "SingleRecord",
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    result = local_transform(scheduled.url, source, output, "--batch-strategy", "SingleRecord")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 records in 2 mini-batches" in result.stdout
     answers = [json.loads(line) for line in output.read_text().splitlines()]

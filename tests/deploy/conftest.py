@@ -6,7 +6,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from deploy import names
-from tests.support.deploy import VERSION
+from tests.support.deploy import VERSION, client
 
 
 @pytest.fixture(autouse=True)
@@ -37,3 +37,15 @@ def s3_url():
     host, port = server.get_host_and_port()
     yield f"http://{host}:{port}"
     server.stop()
+
+
+@pytest.fixture()
+def models_bucket(s3_url):
+    """The bucket "models" in moto's S3, emptied and removed after the test: moto's state is
+    one per process, shared by every module's server, so none may be left behind."""
+    s3 = client("s3", endpoint_url=s3_url)
+    s3.create_bucket(Bucket="models", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    yield s3
+    for item in s3.list_objects_v2(Bucket="models").get("Contents", []):
+        s3.delete_object(Bucket="models", Key=item["Key"])
+    s3.delete_bucket(Bucket="models")

@@ -69,19 +69,8 @@ def test_bad_options_are_sentences_before_any_call(change, fragments):
     fails(deploy_cli, argv, *fragments)
 
 
-@pytest.fixture()
-def bucket(s3_url):
-    # moto's state is one per process, shared by every module's server: leave none behind.
-    s3 = client("s3", endpoint_url=s3_url)
-    s3.create_bucket(Bucket="models", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
-    yield s3
-    for item in s3.list_objects_v2(Bucket="models").get("Contents", []):
-        s3.delete_object(Bucket="models", Key=item["Key"])
-    s3.delete_bucket(Bucket="models")
-
-
-def test_pack_upload_then_transform_against_moto(s3_url, bucket, tmp_path):
-    s3 = bucket
+def test_pack_upload_then_transform_against_moto(s3_url, models_bucket, tmp_path):
+    s3 = models_bucket
     target, head = tmp_path / "target", tmp_path / "head"
     (target / "eagle").mkdir(parents=True)
     head.mkdir()

@@ -13,7 +13,7 @@ from deploy.clients import connect
 from deploy.s3 import S3Prefix
 from deploy.upload import upload_pair
 from tests.support.cli import run_cli
-from tests.support.deploy import client, deploy_cli
+from tests.support.deploy import deploy_cli
 
 MiB = 2**20
 BASE = S3Prefix("models", "qwen/")
@@ -21,13 +21,8 @@ SMALL_PARTS = TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 
 
 
 @pytest.fixture()
-def s3(s3_url):
-    s3 = client("s3", endpoint_url=s3_url)
-    s3.create_bucket(Bucket="models", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
-    yield s3
-    for item in s3.list_objects_v2(Bucket="models").get("Contents", []):
-        s3.delete_object(Bucket="models", Key=item["Key"])
-    s3.delete_bucket(Bucket="models")
+def s3(models_bucket):
+    return models_bucket
 
 
 def make_dirs(root: Path) -> tuple[Path, Path]:
