@@ -80,6 +80,8 @@ def create_app(
             )
             records = transform.split(body, content_type, settings.batch)
             if records is not None:
+                if not records:
+                    raise RequestRefused(400, transform.NO_RECORDS)
                 return await invoke_records(request, records)
             prepared = await parser.prepare(body)
         except RequestRefused as error:
@@ -108,7 +110,7 @@ def create_app(
         numbers = iter(range(len(records)))
 
         async def send(content: bytes) -> transform.EngineReply:
-            # Each record its own request id (the body's, with the record's number), so the
+            # Each record its own request id (the body's, with a number of its own), so the
             # engine's log and its per-request ids tell the records apart.
             headers: RawHeaders = to_engine(client_headers, b"%s-%d" % (request_id, next(numbers)))
             headers.append((b"content-type", b"application/json"))

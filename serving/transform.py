@@ -42,6 +42,7 @@ NO_STREAM = (
     "'stream' is not available for a record of a transform; each record is answered whole, "
     "on its own line. Leave 'stream' out."
 )
+NO_RECORDS = "the JSON Lines body holds no records; send one JSON payload per line."
 # What /execution-parameters says when the job names nothing (see docs/batch-transform.md):
 # a few bodies in flight, so the engine starts a mini-batch's records while the slowest
 # records of the one before still run.

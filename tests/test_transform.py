@@ -151,6 +151,13 @@ def test_a_real_time_endpoint_answers_json_lines_too(peagle):
     )
     assert answer.status_code == 200, answer.text
     assert [text_of(json.loads(line)) for line in answer.text.splitlines()] == expected
+    empty = httpx.post(
+        f"{peagle.url}/invocations",
+        content=b"\n \n",
+        headers={"Content-Type": "application/jsonlines"},
+        timeout=60,
+    )
+    assert empty.status_code == 400 and "no records" in empty.json()["error"]["message"]
     # The same lines sent as one JSON request outside a job stay a 400 for bad JSON.
     refused = httpx.post(
         f"{peagle.url}/invocations",
