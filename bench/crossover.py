@@ -139,9 +139,12 @@ def ratio_spread(
     return spread
 
 
-def verification_table(rounds: Mapping[str, Mapping[int, Sequence[float]]], largest: str) -> str:
-    """Median tok/s of no speculation, the largest K alone and the schedule, per level, and the
-    schedule's ratio to each with the range over the rounds."""
+def verification_table(
+    rounds: Mapping[str, Mapping[int, Sequence[float]]], fixed: Sequence[str]
+) -> str:
+    """Median tok/s of no speculation, each fixed K the schedule uses and the schedule, per
+    level; the schedule's ratio to no speculation and to the best fixed K at that level (by
+    median), each with the range over the rounds."""
     levels = sorted(rounds[SCHEDULE_NAME])
 
     def ratio(level: int, other: str) -> str:
@@ -151,17 +154,20 @@ def verification_table(rounds: Mapping[str, Mapping[int, Sequence[float]]], larg
             return "-"
         return f"{median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
 
+    names = [NONE_NAME, *fixed]
     lines = [
-        f"| c | {NONE_NAME} tok/s | {largest} tok/s | schedule tok/s | schedule / {NONE_NAME} "
-        f"| schedule / {largest} |",
-        "|---|---|---|---|---|---|",
+        "| c | "
+        + " | ".join(f"{name} tok/s" for name in names)
+        + f" | schedule tok/s | schedule / {NONE_NAME} | schedule / best fixed K |",
+        "|---|" + "---|" * (len(names) + 3),
     ]
     for level in levels:
-        cells = [f"{median(rounds[name][level]):.1f}" for name in (NONE_NAME, largest)]
+        cells = [f"{median(rounds[name][level]):.1f}" for name in names]
         cells.append(f"{median(rounds[SCHEDULE_NAME][level]):.1f}")
+        best = max(fixed, key=lambda name: median(rounds[name][level]))
         lines.append(
             f"| {level} | " + " | ".join(cells) + f" | {ratio(level, NONE_NAME)} | "
-            f"{ratio(level, largest)} |"
+            f"{ratio(level, best)} ({best}) |"
         )
     return "\n".join(lines)
 

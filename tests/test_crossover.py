@@ -72,9 +72,13 @@ def test_the_table_shows_each_ks_ratio_with_its_rounds_range():
 def test_the_verification_compares_the_schedule_with_each_in_the_same_rounds():
     rounds = {
         "none": {1: [100.0, 110.0], 64: [1000.0, 1000.0]},
+        "peagle-k3": {1: [150.0, 150.0], 64: [1100.0, 1000.0]},
         "peagle-k7": {1: [200.0, 200.0], 64: [800.0, 900.0]},
         "schedule": {1: [190.0, 220.0], 64: [1000.0, 990.0]},
     }
-    text = verification_table(rounds, "peagle-k7")
-    assert "| 1 | 105.0 | 200.0 | 205.0 | 1.95x (1.90-2.00) | 1.02x (0.95-1.10) |" in text
-    assert "| 64 | 1000.0 | 850.0 | 995.0 | 0.99x (0.99-1.00) | 1.18x (1.10-1.25) |" in text
+    text = verification_table(rounds, ["peagle-k3", "peagle-k7"])
+    assert "| 1 | 105.0 | 150.0 | 200.0 | 205.0 | 1.95x (1.90-2.00) | 1.02x (0.95-1.10) " in text
+    # The best fixed K is chosen per level: K=7 alone, K=3 at 64 clients.
+    assert "(peagle-k7) |" in text.splitlines()[2]
+    assert "| 64 | 1000.0 | 1050.0 | 850.0 | 995.0 | 0.99x (0.99-1.00) | 0.95x" in text
+    assert text.splitlines()[3].endswith("(peagle-k3) |")

@@ -70,7 +70,14 @@ def add_parser(commands: Any) -> None:
         "--verify",
         action="store_true",
         help="local containers: then measure the schedule it chose side by side with no "
-        "speculation and with its largest K alone, at the same levels",
+        "speculation and with each K it uses alone, at the same levels",
+    )
+    parser.add_argument(
+        "--verify-config",
+        type=Path,
+        metavar="FILE",
+        help="only verify this speculative-config.json (from an earlier run), measuring "
+        "nothing else",
     )
     endpoints = parser.add_argument_group("SageMaker endpoints instead of local containers")
     endpoints.add_argument(
@@ -149,19 +156,20 @@ def measure_local(
 def verify_locally(
     config: dict[str, Any], args: argparse.Namespace, payloads: list[dict[str, Any]]
 ) -> str:
-    """The schedule against no speculation and its largest K alone, side by side."""
+    """The schedule against no speculation and each K it uses alone, side by side."""
     from bench.configuration import Configuration, LocalContainer
     from bench.crossover import verification_table
     from bench.side_by_side import measure_side_by_side
 
     largest = config["num_speculative_tokens"]
+    used = sorted({k for _, _, k in config.get(BATCH_SCHEDULE_KEY) or [] if k} | {largest})
     drafter = drafter_of(args)
     environment = {"SM_VLLM_SPECULATIVE_CONFIG": json.dumps({**config, "model": str(drafter)})}
     if args.max_num_seqs != DEFAULT_MAX_NUM_SEQS:
         environment["SM_VLLM_MAX_NUM_SEQS"] = str(args.max_num_seqs)
     variants = {
         NONE_NAME: (Configuration("none"), {}),
-        name_of(largest): (Configuration("peagle", largest, drafter), {}),
+        **{name_of(k): (Configuration("peagle", k, drafter), {}) for k in used},
         SCHEDULE_NAME: (Configuration("peagle", largest, drafter), environment),
     }
     containers = {
@@ -179,12 +187,38 @@ def verify_locally(
         name: {level: [run["output_tokens_per_s"] for run in runs] for level, runs in by.items()}
         for name, by in measured.items()
     }
-    return verification_table(rounds, name_of(largest))
+    return verification_table(rounds, [name_of(k) for k in used])
+
+
+def verify_only(args: argparse.Namespace) -> int:
+    """--verify-config FILE: the schedule in FILE, side by side, and nothing else."""
+    try:
+        config = json.loads(args.verify_config.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise SystemExit(f"--verify-config {args.verify_config}: {error}") from None
+    if not isinstance(config, dict) or BATCH_SCHEDULE_KEY not in config:
+        raise SystemExit(
+            f"--verify-config {args.verify_config} has no {BATCH_SCHEDULE_KEY}; give the "
+            "speculative-config.json a crossover run wrote."
+        )
+    text = (
+        "# The schedule against no speculation and each K it uses alone, side by side\n\n"
+        f"Schedule: {json.dumps(config[BATCH_SCHEDULE_KEY])}, {args.rounds} interleaved "
+        "rounds\n\n" + verify_locally(config, args, sampled_payloads(args))
+    )
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / "verify.md").write_text(text + "\n")
+    print(text)
+    print(f"\nwrote {args.out_dir}/verify.md")
+    return 0
 
 
 def command(args: argparse.Namespace) -> int:
     from bench import crossover
     from bench.report import write_json
+
+    if args.verify_config is not None:
+        return verify_only(args)
 
     endpoints = parse_endpoints(args.endpoint) if args.endpoint else None
     if endpoints:
@@ -254,7 +288,7 @@ def command(args: argparse.Namespace) -> int:
         text += "\n\n--verify measures local containers; deploy the schedule and compare there."
     elif args.verify and config and BATCH_SCHEDULE_KEY in config:
         text += (
-            "\n\n## The schedule against no speculation and its largest K alone, side by side"
+            "\n\n## The schedule against no speculation and each K it uses alone, side by side"
             "\n\n" + verify_locally(config, args, payloads)
         )
     (out / "crossover.md").write_text(text + "\n")
