@@ -21,6 +21,14 @@ RUNTIME_PORT ?= 8081
 SHADOW_PORT ?=
 SHADOW_SAMPLE ?= 50
 K ?= 3
+# What make serve drafts. The trained pair: K by batch size, calibrated on a 2-core machine
+# (`python -m bench crossover --k 3,7 --concurrency 1,4,16,64 --verify`, measured in
+# docs/speed-at-every-load.md): K=7 up to 8 requests, K=3 above, 0.98-1.14x the best fixed K
+# and 1.12-2.04x no speculation at 1 to 64 clients. The quick pair's head is trained for 4
+# positions, and a K given on the command line (make serve K=5) is served as given.
+SCHEDULED_SPECULATION := {"method": "eagle3", "num_speculative_tokens": 7, "parallel_drafting": true, "num_speculative_tokens_per_batch_size": [[1, 8, 7], [9, 1024, 3]]}
+FIXED_SPECULATION = {"method": "eagle3", "num_speculative_tokens": $(K), "parallel_drafting": true}
+DEMO_SPECULATION = $(if $(and $(filter $(TRAINED_ROOT),$(OPT_ML_ROOT)),$(filter file,$(origin K))),$(SCHEDULED_SPECULATION),$(FIXED_SPECULATION))
 
 # The demo: the tiny pair with P-EAGLE on. VLLM_CPU_KVCACHE_SPACE (GiB) keeps the CPU
 # build from reserving most of the machine's memory for its KV cache. The pair is stored in
@@ -32,7 +40,7 @@ DEMO_ENV = PYTHON=$(CURDIR)/$(PY) OPT_ML_ROOT=$(OPT_ML_ROOT) \
 	VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-1} \
 	SM_VLLM_MAX_MODEL_LEN=$${SM_VLLM_MAX_MODEL_LEN:-2048} \
 	SM_VLLM_DTYPE=$${SM_VLLM_DTYPE:-float32} \
-	SM_VLLM_SPECULATIVE_CONFIG=$${SM_VLLM_SPECULATIVE_CONFIG:-'{"method": "eagle3", "num_speculative_tokens": $(K), "parallel_drafting": true}'}
+	SM_VLLM_SPECULATIVE_CONFIG=$${SM_VLLM_SPECULATIVE_CONFIG:-'$(strip $(DEMO_SPECULATION))'}
 
 IMAGE ?= sagemaker-vllm-peagle:latest
 IMAGE_CPU ?= sagemaker-vllm-peagle:cpu
