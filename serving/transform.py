@@ -35,8 +35,9 @@ JSONLINES_MEDIA_TYPES = {
     "application/x-ndjson",
 }
 ANSWER_MEDIA_TYPE = "application/jsonlines"
-# Records of one body in flight at once: enough to fill any engine's batch, few enough that
-# a 100 MB body of short records does not open a connection per record.
+# Records of one body in flight at once: vLLM's usual batch limit (max_num_seqs 256), and
+# the rest wait their turn, so a 100 MB body of short records does not open a connection
+# per record. Several bodies in flight (MaxConcurrentTransforms) add to it.
 RECORDS_IN_FLIGHT = 256
 NO_STREAM = (
     "'stream' is not available for a record of a transform; each record is answered whole, "
