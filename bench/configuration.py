@@ -1,5 +1,6 @@
-"""The benchmark's configurations: a speculation setting (none, EAGLE-3 or P-EAGLE, K, the
-drafter), and `LocalContainer`, the host container that serves one on a demo tree."""
+"""The benchmark's configurations: a speculation setting (none, EAGLE-3 or P-EAGLE, K or a
+batch-size schedule of K, the drafter), and `LocalContainer`, the host container that serves one
+on a demo tree."""
 
 from __future__ import annotations
 
@@ -12,19 +13,34 @@ from typing import Any
 
 from harness.host import DEMO_DTYPE, HostContainer, host_environment
 from harness.paths import default_opt_ml_root
+from serving.variables import BATCH_SCHEDULE_KEY
+
+# The batch-size schedule `bench crossover` calibrated for the trained pair on a 2-core machine
+# (docs/speed-at-every-load.md): K=7 up to 8 requests in a batch, K=3 above. `make serve`
+# serves the same one (the Makefile's SCHEDULED_SPECULATION).
+DEMO_SCHEDULE = "peagle:7@1-8/3@9-1024"
+# For heads trained for fewer positions than the schedule drafts (the quick pair's: 4).
+FIXED_DEFAULT = "peagle:3"
 
 
 @dataclass(frozen=True)
 class Configuration:
-    """One speculation setting: method none, eagle3 (sequential) or peagle, K and the drafter."""
+    """One speculation setting: method none, eagle3 (sequential) or peagle, K and the drafter;
+    with a schedule, K is its largest and each (start, end, K) range of batch sizes drafts its
+    own K."""
 
     method: str
     k: int | None = None
     drafter: Path | None = None
+    schedule: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def name(self) -> str:
-        return "none" if self.method == "none" else f"{self.method}-k{self.k}"
+        if self.method == "none":
+            return "none"
+        if self.schedule:
+            return self.method + "-" + ",".join(f"k{k}@{a}-{b}" for a, b, k in self.schedule)
+        return f"{self.method}-k{self.k}"
 
     def speculative_config(self) -> dict[str, Any] | None:
         if self.method == "none":
@@ -34,6 +50,8 @@ class Configuration:
             config["model"] = str(self.drafter)
         if self.method == "peagle":
             config["parallel_drafting"] = True
+        if self.schedule:
+            config[BATCH_SCHEDULE_KEY] = [list(entry) for entry in self.schedule]
         return config
 
     def describe(self) -> dict[str, Any]:
@@ -46,15 +64,54 @@ class Configuration:
 
 
 def parse_configuration(text: str, drafter: Path | None) -> Configuration:
-    """`none`, `eagle3:3` or `peagle:7` (method:K)."""
+    """`none`, `eagle3:3`, `peagle:7` (method:K), or a schedule of K by batch size,
+    `peagle:7@1-8/3@9-1024` (K@START-END, ranges joined by /)."""
     method, _, k = text.strip().partition(":")
     if method == "none" and not k:
         return Configuration("none")
+    if method in ("eagle3", "peagle") and "@" in k:
+        schedule = parse_schedule(text, k)
+        return Configuration(method, max(entry[2] for entry in schedule), drafter, schedule)
     if method not in ("eagle3", "peagle") or not k.isdigit() or int(k) < 1:
         raise SystemExit(
-            f"configuration {text!r} is not understood; use none, eagle3:K or peagle:K (K >= 1)."
+            f"configuration {text!r} is not understood; use none, eagle3:K, peagle:K (K >= 1) "
+            f"or a schedule of K by batch size such as {DEMO_SCHEDULE}."
         )
     return Configuration(method, int(k), drafter)
+
+
+def parse_schedule(text: str, ranges: str) -> tuple[tuple[int, int, int], ...]:
+    """`7@1-8/3@9-1024` as ((1, 8, 7), (9, 1024, 3)). Order and coverage are the container's
+    preflight to check, with its own messages."""
+    schedule = []
+    for item in ranges.split("/"):
+        k, _, batch = item.partition("@")
+        start, _, end = batch.partition("-")
+        if not all(part.isdigit() for part in (k, start, end)) or int(start) > int(end):
+            raise SystemExit(
+                f"configuration {text!r}: {item!r} is not K@START-END (batch sizes START to END "
+                f"draft K); e.g. {DEMO_SCHEDULE}."
+            )
+        schedule.append((int(start), int(end), int(k)))
+    if max(entry[2] for entry in schedule) < 1:
+        raise SystemExit(f"configuration {text!r} never drafts; give one range a K of 1 or more.")
+    return tuple(schedule)
+
+
+def trained_depth(head_dir: Path) -> int | None:
+    """How many positions the head in HEAD_DIR was trained to draft, when its config says."""
+    from serving.preflight.drafter import read_head_config
+
+    head = read_head_config(head_dir, errors=[])
+    depth = None if head is None else head.trained_positions
+    return depth if isinstance(depth, int) and not isinstance(depth, bool) else None
+
+
+def default_configuration(drafter: Path) -> str:
+    """The calibrated schedule when the head was trained for its largest K, else a fixed K=3."""
+    depth = trained_depth(drafter)
+    largest = parse_configuration(DEMO_SCHEDULE, drafter).k or 0
+    return DEMO_SCHEDULE if depth is not None and depth >= largest else FIXED_DEFAULT
 
 
 class LocalContainer(HostContainer):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -15,12 +17,14 @@ from bench.acceptance import (
     parse_counters,
 )
 from bench.client import StreamTimer, json_result
+from bench.configuration import DEMO_SCHEDULE, default_configuration, parse_configuration
 from bench.load import run_load
 from bench.prompts import load_payloads
 from bench.report import COLUMNS
 from bench.side_by_side import FIGURES, failures, medians
 from bench.stats import digest
 from bench.sweep import finalists, write_report
+from serving import paths
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -363,3 +367,35 @@ def test_ab_refuses_settings_that_are_not_key_value(capsys):
     with pytest.raises(SystemExit) as port:
         main(["ab", "--port", "8080", "--b-env", "A=1"])
     assert "leave it out" in str(port.value)
+
+
+def test_a_schedule_configuration_is_what_make_serve_serves_on_the_trained_pair():
+    configuration = parse_configuration(DEMO_SCHEDULE, None)
+    makefile = (Path(__file__).parents[1] / "Makefile").read_text()
+    served = re.search(r"^SCHEDULED_SPECULATION := (.*)$", makefile, re.MULTILINE)
+    assert served is not None
+    assert configuration.speculative_config() == json.loads(served.group(1))
+    assert configuration.k == 7
+    assert parse_configuration("peagle:3", None).speculative_config() == {
+        "method": "eagle3",
+        "num_speculative_tokens": 3,
+        "parallel_drafting": True,
+    }
+
+
+@pytest.mark.parametrize("text", ["peagle:7@1-8/x@9-10", "peagle:3@5-1", "peagle:0@1-8", "peagle:"])
+def test_a_configuration_that_is_not_understood_says_how_to_write_one(text):
+    with pytest.raises(SystemExit, match="K@START-END|never drafts|K >= 1"):
+        parse_configuration(text, None)
+
+
+@pytest.mark.parametrize(
+    ("depth", "expected"), [(8, DEMO_SCHEDULE), (7, DEMO_SCHEDULE), (4, "peagle:3")]
+)
+def test_the_default_configuration_drafts_no_deeper_than_the_head_was_trained(
+    demo_root, tmp_path, depth, expected
+):
+    config = json.loads((paths.channel_dir(demo_root) / "config.json").read_text())
+    trained = next(key for key in config if key.endswith("_trained"))
+    (tmp_path / "config.json").write_text(json.dumps({**config, trained: depth}))
+    assert default_configuration(tmp_path) == expected

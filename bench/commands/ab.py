@@ -9,11 +9,10 @@ from typing import Any
 from bench.commands.common import (
     add_local_command,
     add_prompt_args,
-    drafter_of,
+    configuration_of,
     int_list,
     sampled_payloads,
 )
-from bench.configuration import parse_configuration
 
 HELP = (
     "the same configuration with two environments (--a-env, --b-env KEY=VALUE), both up "
@@ -41,7 +40,7 @@ def command(args: argparse.Namespace) -> int:
     if env["A"] == env["B"]:
         raise SystemExit("--a-env and --b-env are the same; give the setting B changes.")
     text = run_ab(
-        parse_configuration(args.config, drafter_of(args)),
+        configuration_of(args),
         env,
         sampled_payloads(args),
         args.concurrency,

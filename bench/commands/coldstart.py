@@ -6,8 +6,7 @@ import argparse
 from typing import Any
 
 from bench import report
-from bench.commands.common import add_local_command, drafter_of
-from bench.configuration import parse_configuration
+from bench.commands.common import add_local_command, configuration_of
 
 HELP = "time to the first /ping 200: front and bare vLLM, side by side"
 
@@ -19,7 +18,7 @@ def add_parser(commands: Any) -> None:
 def command(args: argparse.Namespace) -> int:
     from bench.coldstart import measure
 
-    configuration = parse_configuration(args.config, drafter_of(args))
+    configuration = configuration_of(args)
     result = measure(configuration, args.opt_ml_root.absolute(), args.enforce_eager, args.out_dir)
     report.write_json(args.out_dir / "coldstart.json", result)
     print(

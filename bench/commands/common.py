@@ -9,7 +9,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.configuration import LocalContainer, parse_configuration
+from bench.configuration import (
+    DEMO_SCHEDULE,
+    FIXED_DEFAULT,
+    Configuration,
+    LocalContainer,
+    default_configuration,
+    parse_configuration,
+)
 from bench.prompts import load_payloads, sampled
 from harness.container import Container
 from harness.paths import default_opt_ml_root
@@ -133,13 +140,25 @@ def add_target_args(parser: argparse.ArgumentParser, sagemaker: bool = False) ->
 
 
 def add_local_command(
-    commands: Any, name: str, handler: Handler, help_text: str
+    commands: Any, name: str, handler: Handler, help_text: str, config: str | None = None
 ) -> argparse.ArgumentParser:
-    """A subcommand that starts local containers of one configuration (--config)."""
+    """A subcommand that starts local containers of one configuration (--config; CONFIG
+    when given, else the demo's default for the head)."""
     parser = commands.add_parser(name, help=help_text, description=help_text)
     parser.set_defaults(handler=handler)
     add_out_dir(parser)
-    parser.add_argument("--config", default="peagle:3", help="none, eagle3:K or peagle:K")
+    default = (
+        f"default: {config}"
+        if config
+        else f"default: {DEMO_SCHEDULE}, the schedule calibrated for the trained pair, when the"
+        f" head was trained that deep; else {FIXED_DEFAULT}"
+    )
+    parser.add_argument(
+        "--config",
+        default=config,
+        help="none, eagle3:K, peagle:K, or K by batch size as K@START-END ranges joined by /"
+        f" ({default})",
+    )
     add_local_args(parser.add_argument_group("local containers"))
     return parser
 
@@ -168,6 +187,12 @@ def add_local_args(group: Any) -> None:
 
 def drafter_of(args: argparse.Namespace) -> Path:
     return (args.drafter or paths.channel_dir(args.opt_ml_root)).absolute()
+
+
+def configuration_of(args: argparse.Namespace) -> Configuration:
+    """The command's --config, or the demo's default for this head."""
+    drafter = drafter_of(args)
+    return parse_configuration(args.config or default_configuration(drafter), drafter)
 
 
 @contextlib.contextmanager

@@ -19,6 +19,7 @@ from bench.commands.common import (
     sampled_payloads,
     settings_of,
 )
+from bench.configuration import trained_depth
 from bench.crossover import (
     DEFAULT_CONCURRENCY,
     DEFAULT_K,
@@ -90,14 +91,6 @@ def add_parser(commands: Any) -> None:
     endpoints.add_argument("--region", help="AWS region of the endpoints")
     endpoints.add_argument("--endpoint-url", help="SageMaker Runtime's URL (default: AWS's)")
     add_local_args(parser.add_argument_group("local containers"))
-
-
-def trained_depth(head_dir: Path) -> int | None:
-    from serving.preflight.drafter import read_head_config
-
-    head = read_head_config(head_dir, errors=[])
-    depth = None if head is None else head.trained_positions
-    return depth if isinstance(depth, int) and not isinstance(depth, bool) else None
 
 
 def parse_endpoints(items: list[str]) -> dict[int, str]:

@@ -6,8 +6,7 @@ import argparse
 from typing import Any
 
 from bench import report
-from bench.commands.common import add_local_command, drafter_of
-from bench.configuration import parse_configuration
+from bench.commands.common import add_local_command, configuration_of
 from image_build.build import CPU_IMAGE
 
 HELP = "engine stall and kill: time to /ping 503 and back to 200, against the cold start"
@@ -30,7 +29,7 @@ def command(args: argparse.Namespace) -> int:
         from image_build.engine import ensure_engine
 
         docker = ensure_engine()
-    configuration = parse_configuration(args.config, drafter_of(args))
+    configuration = configuration_of(args)
     result = measure(
         configuration,
         args.opt_ml_root.absolute(),

@@ -6,8 +6,7 @@ import argparse
 from typing import Any
 
 from bench import report
-from bench.commands.common import add_local_command, drafter_of
-from bench.configuration import parse_configuration
+from bench.commands.common import add_local_command, configuration_of
 from image_build.build import CPU_IMAGE
 
 HELP = "the image against the host process: first /ping 200, docker stop, engine kill"
@@ -22,7 +21,7 @@ def command(args: argparse.Namespace) -> int:
     from bench.image import measure
     from image_build.engine import ensure_engine
 
-    configuration = parse_configuration(args.config, drafter_of(args))
+    configuration = configuration_of(args)
     result = measure(
         configuration, args.opt_ml_root.absolute(), args.image, ensure_engine(), args.out_dir
     )

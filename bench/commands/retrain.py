@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from bench.commands.common import add_local_command, drafter_of
-from bench.configuration import parse_configuration
+from bench.commands.common import add_local_command, configuration_of
+from bench.configuration import FIXED_DEFAULT
 
 HELP = (
     "the retraining loop on the demo pair: capture prose requests, export, fine-tune the "
@@ -16,7 +16,7 @@ HELP = (
 
 
 def add_parser(commands: Any) -> None:
-    parser = add_local_command(commands, "retrain", command, HELP)
+    parser = add_local_command(commands, "retrain", command, HELP, config=FIXED_DEFAULT)
     parser.set_defaults(config="peagle:7", out_dir=Path("build/retrain"))
     parser.add_argument(
         "--code-prompts", type=int, default=32, help="HumanEval prompts in the comparison"
@@ -26,9 +26,11 @@ def add_parser(commands: Any) -> None:
 def command(args: argparse.Namespace) -> int:
     from bench import retrain
 
-    configuration = parse_configuration(args.config, drafter_of(args))
+    configuration = configuration_of(args)
     if configuration.method != "peagle":
-        raise SystemExit(f"--config {args.config}: the loop retrains a P-EAGLE head; use peagle:K.")
+        raise SystemExit(
+            f"--config {configuration.name}: the loop retrains a P-EAGLE head; use peagle:K."
+        )
     args.out_dir.mkdir(parents=True, exist_ok=True)
     result = retrain.run_loop(
         configuration, args.opt_ml_root.absolute(), args.out_dir.absolute(), args.code_prompts

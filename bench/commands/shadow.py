@@ -7,8 +7,12 @@ import argparse
 from typing import Any
 
 from bench import report
-from bench.commands.common import add_local_command, add_prompt_args, drafter_of, payloads_of
-from bench.configuration import parse_configuration
+from bench.commands.common import (
+    add_local_command,
+    add_prompt_args,
+    configuration_of,
+    payloads_of,
+)
 from bench.prompts import sampled
 
 HELP = "head rollout rehearsal: a random head as the shadow, compare, and the shadow's cost"
@@ -37,7 +41,7 @@ def command(args: argparse.Namespace) -> int:
     ]
     rehearsal = [payloads[index % len(payloads)] for index in range(args.requests)]
     overhead = payloads[: args.overhead_prompts]
-    configuration = parse_configuration(args.config, drafter_of(args))
+    configuration = configuration_of(args)
     result = measure(
         configuration,
         args.opt_ml_root.absolute(),

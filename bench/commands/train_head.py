@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.commands.common import add_local_command, drafter_of
-from bench.configuration import parse_configuration
+from bench.commands.common import add_local_command, configuration_of
+from bench.configuration import FIXED_DEFAULT
 from image_build.build import CPU_TRAINING_IMAGE
 
 # The job continues the demo head (the eagle channel) on the captured prose and a replay of
@@ -28,7 +28,7 @@ HELP = (
 
 
 def add_parser(commands: Any) -> None:
-    parser = add_local_command(commands, "train-head", command, HELP)
+    parser = add_local_command(commands, "train-head", command, HELP, config=FIXED_DEFAULT)
     parser.set_defaults(config="peagle:7", out_dir=Path("build/train-head"))
     parser.add_argument("--image", default=CPU_TRAINING_IMAGE, help="(%(default)s)")
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="the job's epochs (%(default)s)")
@@ -56,9 +56,11 @@ def command(args: argparse.Namespace) -> int:
     from bench.train_head import run_demo, table
     from image_build.engine import ensure_engine
 
-    configuration = parse_configuration(args.config, drafter_of(args))
+    configuration = configuration_of(args)
     if configuration.method != "peagle":
-        raise SystemExit(f"--config {args.config}: the job trains a P-EAGLE head; use peagle:K.")
+        raise SystemExit(
+            f"--config {configuration.name}: the job trains a P-EAGLE head; use peagle:K."
+        )
     args.out_dir.mkdir(parents=True, exist_ok=True)
     result = run_demo(
         configuration,

@@ -10,11 +10,11 @@ from typing import Any
 from bench.commands.common import (
     add_local_command,
     add_prompt_args,
-    drafter_of,
+    configuration_of,
     int_list,
     sampled_payloads,
 )
-from bench.configuration import LocalContainer, parse_configuration
+from bench.configuration import LocalContainer
 
 HELP = (
     "a Batch Transform job (local_runtime transform) of --records HumanEval records with one "
@@ -45,7 +45,7 @@ def add_parser(commands: Any) -> None:
 def command(args: argparse.Namespace) -> int:
     from bench.transform import run_transform_bench
 
-    configuration = parse_configuration(args.config, drafter_of(args))
+    configuration = configuration_of(args)
     # Whole answers both ways: a transform's records cannot stream.
     payloads = sampled_payloads(args, stream=False)
     container = LocalContainer(
