@@ -1,6 +1,7 @@
 """The container engine: a Docker client that can build with BuildKit, and a daemon that
 answers it, installed and started here when absent (Debian's docker.io, no bridge network,
-no firewall changes: containers use the host's network or none)."""
+no firewall changes: containers use the host's network or none); and a compose CLI, which the
+SageMaker SDK's local mode drives."""
 
 from __future__ import annotations
 
@@ -55,23 +56,29 @@ def usable_client() -> str | None:
     return None
 
 
-def install_engine() -> None:
-    """Debian's docker.io: daemon, containerd, runc and a 20.10 client with BuildKit."""
+def apt_install(package: str, missing: str, docs: str) -> None:
+    """`apt-get install PACKAGE` as root on Debian/Ubuntu; else an error naming what is
+    `missing` and where `docs` say how to install it."""
     if os.geteuid() != 0:
         raise EngineError(
-            "no Docker engine answers and installing one needs root: install Docker "
-            "(https://docs.docker.com/engine/install/) or run as root on Debian/Ubuntu."
+            f"{missing} and installing it needs root: install it ({docs}) or run as root on "
+            "Debian/Ubuntu."
         )
     if shutil.which("apt-get") is None:
         raise EngineError(
-            "no Docker engine answers and this is not a Debian/Ubuntu machine: install and "
-            "start Docker (https://docs.docker.com/engine/install/), then run again."
+            f"{missing} and this is not a Debian/Ubuntu machine: install it ({docs}), then run "
+            "again."
         )
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for argv in (["apt-get", "update"], ["apt-get", "install", "-y", "docker.io"]):
+    for argv in (["apt-get", "update"], ["apt-get", "install", "-y", package]):
         result = run(argv, env=env)
         if result.returncode != 0:
             raise EngineError(f"`{' '.join(argv)}` failed:\n{result.stderr[-2000:]}")
+
+
+def install_engine() -> None:
+    """Debian's docker.io: daemon, containerd, runc and a 20.10 client with BuildKit."""
+    apt_install("docker.io", "no Docker engine answers", "https://docs.docker.com/engine/install/")
 
 
 def start_daemon() -> None:
@@ -107,3 +114,30 @@ def ensure_engine() -> str:
         f"{DEBIAN_CLIENT} cannot build with BuildKit; install the buildx plugin "
         "(https://docs.docker.com/build/install-buildx/)."
     )
+
+
+def compose_cli() -> list[str] | None:
+    """The compose command the SageMaker SDK's local mode would run: the `docker compose`
+    plugin, else `docker-compose`; None when there is neither."""
+    docker = shutil.which("docker")
+    if docker is not None:
+        try:
+            if run([docker, "compose", "version"], timeout=20).returncode == 0:
+                return [docker, "compose"]
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    standalone = shutil.which("docker-compose")
+    return [standalone] if standalone else None
+
+
+def ensure_compose() -> list[str]:
+    """A compose CLI; Debian's docker-compose is installed when there is none."""
+    found = compose_cli()
+    if found is None:
+        apt_install(
+            "docker-compose", "no docker compose CLI", "https://docs.docker.com/compose/install/"
+        )
+        found = compose_cli()
+    if found is None:
+        raise EngineError("docker-compose was installed but is not on PATH.")
+    return found

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import jsonschema
 import pytest
 
+from image_build.engine import compose_cli
 from serving import paths
 from tests.support.image_files import COMPOSE_FILE, GPU_DOCKERFILE, ROOT, compose
 
@@ -74,16 +74,6 @@ def test_compose_cpu_profile_runs_the_cpu_image():
     assert str(paths.DEFAULT_PORT) in container_ports(service)
     assert "deploy" not in service
     assert service["healthcheck"]["start_period"]
-
-
-def compose_cli() -> list[str] | None:
-    if shutil.which("docker-compose"):
-        return ["docker-compose"]
-    docker = shutil.which("docker")
-    if not docker:
-        return None
-    plugin = subprocess.run([docker, "compose", "version"], capture_output=True)
-    return [docker, "compose"] if plugin.returncode == 0 else None
 
 
 def test_compose_cli_accepts_the_file(tmp_path: Path):

@@ -63,11 +63,6 @@ print(urllib.request.urlopen(request, timeout=60).read().decode())
 
 
 @pytest.fixture(scope="module")
-def image(request) -> str:
-    return request.config.getoption("--image")
-
-
-@pytest.fixture(scope="module")
 def docker(peagle) -> str:
     return peagle.docker
 
