@@ -55,7 +55,7 @@ DURATION ?= 60
 BODY_CLIENTS ?= 32
 BODY_MB ?= 5
 
-.PHONY: help setup demo-model quick-model serve-model trained-model serve check test bench load load-bodies lint format image image-cpu image-train image-train-cpu image-test retrain-demo rollout-rehearsal train-head-demo clean
+.PHONY: help setup demo-model quick-model serve-model trained-model serve check test client-envs bench load load-bodies lint format image image-cpu image-train image-train-cpu image-test retrain-demo rollout-rehearsal train-head-demo clean
 
 help:
 	@echo "make serve   set up, build the demo model, serve it on port $(PORT) with P-EAGLE"
@@ -64,6 +64,7 @@ help:
 	@echo "make trained-model  train the benchmark's demo pair, both heads (about 14 min, cached)"
 	@echo "make test    set up, build the demo pairs, run the whole test suite"
 	@echo "make check   preflight the demo configuration without starting vLLM"
+	@echo "make client-envs  install the client libraries the suite calls the container with"
 	@echo "make bench   configuration sweep on local demo containers (build/bench/sweep.md, sweep.png)"
 	@echo "make load    $(CLIENTS) clients for $(DURATION) s against the container on port $(PORT)"
 	@echo "make load-bodies  $(BODY_CLIENTS) clients posting $(BODY_MB) MiB payloads; /ping latency"
@@ -124,6 +125,11 @@ check: serve-model
 
 test: demo-model quick-model trained-model
 	$(PY) -m pytest tests
+
+# The client libraries the suite calls the container with, one environment per family, as a
+# user installs them (the suite builds a missing one on first use; .ci/run builds them early).
+client-envs: setup
+	$(PY) -m tests.support.client_envs
 
 # The sweep compares P-EAGLE with EAGLE-3: only the trained pair has both heads.
 bench: trained-model

@@ -72,3 +72,13 @@ def run_calls(env: str, script: str, url: str, endpoint: str, max_tokens: int) -
     _, marker, results = done.stdout.partition(MARKER + "\n")
     assert marker, f"{script} reported nothing (exit {done.returncode}):\n{done.stderr[-3000:]}"
     return json.loads(results)
+
+
+def build_all() -> None:
+    """Every client family's environment (CI builds them while the demo pairs train)."""
+    for requirements in sorted((CLIENTS / "requirements").glob("*.txt")):
+        print(client_python(requirements.stem), flush=True)
+
+
+if __name__ == "__main__":
+    build_all()
