@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 
@@ -74,6 +75,27 @@ def test_disconnect_mid_request_aborts_the_generation(peagle):
             return
         # Whole before the client could leave: only a test process kept from running for the
         # whole generation sees that, and assert_aborted tells it by the holds.
+        assert answer.status_code == 200, answer.text[:400]
+
+    assert_aborted(peagle, leave)
+
+
+def test_disconnect_mid_body_of_records_aborts_every_record(peagle):
+    """A Batch Transform job that gives up on a body (its invocation timeout) closes the
+    connection: all the body's records stop. Three records of 1,800 tokens run together, so
+    fewer than 1,800 tokens in all means each one stopped short."""
+    body = "\n".join(json.dumps({**LONG, "prompt": f"class Parser{n}:"}) for n in range(3))
+
+    def leave() -> None:
+        try:
+            answer = httpx.post(
+                f"{peagle.url}/invocations",
+                content=body,
+                headers={"Content-Type": "application/jsonlines"},
+                timeout=httpx.Timeout(5, read=1.5),
+            )
+        except httpx.ReadTimeout:
+            return
         assert answer.status_code == 200, answer.text[:400]
 
     assert_aborted(peagle, leave)
