@@ -1,8 +1,9 @@
 """The structured workload: what agents send. Tool-use requests of the kind the demo target
 learned (model_data_sources/tool_use.py, drawn with a seed of their own), in turn with
-`tool_choice` auto, with `required`, and without tools with the tool's arguments asked for as
-JSON under a strict `response_format` json_schema. Every answer is bound by a grammar, so
-drafts the grammar forbids are rejected: the workload shows what that does to acceptance.
+`tool_choice` auto, with `required`, and without tools a question answered in JSON under a
+strict `response_format` json_schema (the tool's parameters), as the target learned to. Every
+answer is bound by a grammar, so drafts the grammar forbids are rejected: the workload shows
+what that does to acceptance.
 
 Answers end where the grammar or the model ends them (no ignore_eos: past the end of a
 structure the grammar allows nothing but EOS), so the runs are compared on the same greedy
@@ -22,13 +23,16 @@ CODE = [("Complete the following Python function.\n\ndef add(a, b):\n", "```pyth
 
 
 def structured_payloads(num_prompts: int | None = None) -> list[dict[str, Any]]:
-    from model_data_sources.tool_use import openings
+    from model_data_sources.tool_use import json_openings, openings
 
+    count = num_prompts or COUNT
+    asking_json = json_openings(SEED, count)
     payloads = []
-    for index, (messages, tools) in enumerate(openings(SEED, num_prompts or COUNT, CODE)):
+    for index, (messages, tools) in enumerate(openings(SEED, count, CODE)):
         kind = KINDS[index % len(KINDS)]
         if kind == "json_schema":
-            function = tools[0]["function"]
+            messages, tool = asking_json[index]
+            function = tool["function"]
             schema = copy.deepcopy(function["parameters"])
             schema["additionalProperties"] = False
             response_format = {"name": function["name"], "schema": schema, "strict": True}

@@ -4,9 +4,10 @@
 Without --trained or --quick (the fast default): a random-weight target and P-EAGLE head in
 seconds, in build/opt_ml. They run every code path but never accept a draft.
 
-With --trained: a target trained on the standard library, a P-EAGLE head in channel `eagle` and
-an EAGLE-3 head in channel `eagle3`, trained for it (about 14 minutes on two cores), in
-build/opt_ml_trained. The benchmark and the tests use it.
+With --trained: a target trained on the standard library and a P-EAGLE head in channel `eagle`,
+trained for it (about 13 minutes on two cores), in build/opt_ml_trained. The tests use it. With
+--eagle3 as well, the same pair (same weights) and an EAGLE-3 head in channel `eagle3` (about 4
+minutes more), in build/opt_ml_bench: the benchmark's comparison of the two methods.
 
 With --quick: the first `make serve`'s pair, a smaller target and a P-EAGLE head only, trained
 the same way in a few minutes, in build/opt_ml_quick. It accepts drafts; its text is poor.
@@ -32,6 +33,7 @@ from model_data_sources import cache
 DEFAULT_OUT = Path("build/opt_ml")
 DEFAULT_TRAINED_OUT = Path("build/opt_ml_trained")
 DEFAULT_QUICK_OUT = Path("build/opt_ml_quick")
+DEFAULT_BENCH_OUT = Path("build/opt_ml_bench")
 CHANNEL = "eagle"
 EAGLE3_CHANNEL = "eagle3"
 REPORT = "training-report.json"
@@ -97,15 +99,17 @@ def build(out: Path, force: bool = False) -> None:
 HEAD_NAMES = {"peagle": "P-EAGLE", "eagle3": "EAGLE-3"}
 
 
-def build_trained(out: Path, force: bool = False, quick: bool = False) -> None:
-    recipe_name = "quick" if quick else "trained"
+def build_trained(out: Path, force: bool = False, recipe_name: str = "trained") -> None:
+    """recipe_name: trained, quick, or trained-eagle3 (the trained recipe with both heads)."""
     stamp = out / ".stamp"
     wanted = trained_hash(recipe_name)
     if not force and up_to_date(stamp, wanted):
         print(f"{recipe_name} demo pair up to date in {out}")
         return
-    from model_data_sources.trained import QUICK, Recipe
+    from model_data_sources.trained import QUICK, WITH_EAGLE3, Recipe
     from model_data_sources.trained import build_trained as train
+
+    recipe = {"trained": Recipe(), "quick": QUICK, "trained-eagle3": WITH_EAGLE3}[recipe_name]
 
     target_dir = out / "model"
     peagle_dir = out / "additional-model-data-sources" / CHANNEL
@@ -116,7 +120,7 @@ def build_trained(out: Path, force: bool = False, quick: bool = False) -> None:
         print(f"{recipe_name} demo pair copied into {out} from {cache.entry(recipe_name, wanted)}")
         return
     started = time.monotonic()
-    report = train(target_dir, peagle_dir, eagle3_dir, QUICK if quick else Recipe())
+    report = train(target_dir, peagle_dir, eagle3_dir, recipe)
     report["seconds"]["total"] = round(time.monotonic() - started, 1)
     (out / REPORT).write_text(json.dumps(report, indent=2) + "\n")
     cache.store(recipe_name, wanted, out)
@@ -148,12 +152,21 @@ def main(argv: list[str] | None = None) -> int:
     kind = parser.add_mutually_exclusive_group()
     kind.add_argument("--trained", action="store_true", help="build the trained pair")
     kind.add_argument("--quick", action="store_true", help="build the quick trained pair")
+    parser.add_argument(
+        "--eagle3",
+        action="store_true",
+        help=f"with --trained: an EAGLE-3 head too (default out {DEFAULT_BENCH_OUT})",
+    )
     parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
     args = parser.parse_args(argv)
-    if args.trained:
+    if args.eagle3 and not args.trained:
+        parser.error("--eagle3 goes with --trained")
+    if args.trained and args.eagle3:
+        build_trained(args.out or DEFAULT_BENCH_OUT, args.force, "trained-eagle3")
+    elif args.trained:
         build_trained(args.out or DEFAULT_TRAINED_OUT, args.force)
     elif args.quick:
-        build_trained(args.out or DEFAULT_QUICK_OUT, args.force, quick=True)
+        build_trained(args.out or DEFAULT_QUICK_OUT, args.force, "quick")
     else:
         build(args.out or DEFAULT_OUT, args.force)
     return 0

@@ -17,7 +17,7 @@ import pytest
 from deploy.model_tarball import pack
 from harness.container import free_port
 from harness.docker import container_settings
-from image_build.engine import ensure_compose
+from image_build.engine import ensure_compose, ensure_engine
 from serving import paths
 from tests.support.client_envs import CALLS, MARKER, client_python
 from tests.support.containers import DEMO_ROOT, PEAGLE_CONFIG, demo_env
@@ -45,6 +45,18 @@ def answer_text(answer: dict | list) -> str:
     return choice["message"]["content"] if "message" in choice else choice["text"]
 
 
+def remove_compose_leftovers(image: str) -> None:
+    """Local mode's compose `down` stops the job's container but leaves it: remove it."""
+    docker = ensure_engine()
+    listed = subprocess.run(
+        [docker, "ps", "-aq", "--filter", f"ancestor={image}",
+         "--filter", "label=com.docker.compose.project"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    if ids := listed.stdout.split():
+        subprocess.run([docker, "rm", "-f", *ids], capture_output=True, timeout=120)
+
+
 @pytest.fixture(scope="module")
 def sdk_job(image, tmp_path_factory) -> tuple[dict, list[str]]:
     """The job the SDK ran: its description and the output file's lines."""
@@ -70,12 +82,15 @@ def sdk_job(image, tmp_path_factory) -> tuple[dict, list[str]]:
         "environment": environment,
         "content_type": "application/jsonlines",
     }
-    done = subprocess.run(
-        [str(client_python(SDK_ENV)), str(CALLS / SCRIPT), json.dumps(job)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    try:
+        done = subprocess.run(
+            [str(client_python(SDK_ENV)), str(CALLS / SCRIPT), json.dumps(job)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+    finally:
+        remove_compose_leftovers(image)
     _, marker, reported = done.stdout.partition(MARKER + "\n")
     assert marker, f"{SCRIPT} reported nothing (exit {done.returncode}):\n{done.stderr[-3000:]}"
     result = json.loads(reported)
