@@ -12,7 +12,6 @@ answers, not on a fixed length.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 SEED = 424242
@@ -23,19 +22,16 @@ CODE = [("Complete the following Python function.\n\ndef add(a, b):\n", "```pyth
 
 
 def structured_payloads(num_prompts: int | None = None) -> list[dict[str, Any]]:
-    from model_data_sources.tool_use import json_openings, openings
+    from model_data_sources.tool_use import json_questions, openings
 
     count = num_prompts or COUNT
-    asking_json = json_openings(SEED, count)
+    questions = json_questions(SEED, count)
     payloads = []
     for index, (messages, tools) in enumerate(openings(SEED, count, CODE)):
         kind = KINDS[index % len(KINDS)]
         if kind == "json_schema":
-            messages, tool = asking_json[index]
-            function = tool["function"]
-            schema = copy.deepcopy(function["parameters"])
-            schema["additionalProperties"] = False
-            response_format = {"name": function["name"], "schema": schema, "strict": True}
+            messages, schema = questions[index]
+            response_format = {"name": "answer", "schema": schema, "strict": True}
             payloads.append({
                 "messages": messages,
                 "response_format": {"type": "json_schema", "json_schema": response_format},

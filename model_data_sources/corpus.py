@@ -115,9 +115,12 @@ class Corpus:
     train_documents: list[str]  # for the target's language modelling
     prompt_samples: list[ChatSample]  # held out of the target's training; the heads' prompts
     tool_prompts: list[str]  # tool-use conversations up to the assistant's turn, rendered
+    json_prompts: list[tuple[str, dict]]  # JSON questions, rendered, and their answers' schema
 
 
-def build_corpus(seed: int, num_prompt_samples: int, num_tool_prompts: int = 0) -> Corpus:
+def build_corpus(
+    seed: int, num_prompt_samples: int, num_tool_prompts: int = 0, num_json_prompts: int = 0
+) -> Corpus:
     samples: list[ChatSample] = []
     chunks: list[str] = []
     for path in corpus_files():
@@ -136,4 +139,5 @@ def build_corpus(seed: int, num_prompt_samples: int, num_tool_prompts: int = 0) 
     for index, document in enumerate(tool_use.documents(seed, TOOL_DOCUMENTS, code)):
         documents.insert(index * (TOOL_SPACING + 1), document)
     tool_prompts = tool_use.prompts(seed + 1, num_tool_prompts, code)
-    return Corpus(documents, prompt_samples, tool_prompts)
+    json_prompts = tool_use.json_prompts(seed + 2, num_json_prompts)
+    return Corpus(documents, prompt_samples, tool_prompts, json_prompts)

@@ -5,10 +5,9 @@ the tool's answer comes back in a `<tool_response>`, and the assistant reads it 
 words. A question the tools cannot serve is answered directly (code, as in the rest of the
 corpus), so `tool_choice: "auto"` has something to choose between.
 
-Some conversations offer no tools and ask for the answer as JSON: the assistant answers with
-the arguments a tool would take, written compactly (`{"city":"Paris"}`), as vLLM's grammar
-writes a `response_format` answer with free whitespace turned off. So a JSON-mode request
-meets a target that knows what to put inside the braces.
+JSON questions (a question a tool could serve, no tools offered, the answer asked for in JSON)
+are not in the target's corpus: they are the heads' prompts and the benchmark's, answered
+under the grammar a `response_format` request is served with (model_data_sources/grammar.py).
 
 Everything is drawn from a seeded generator: the same conversations on every machine.
 """
@@ -43,10 +42,8 @@ ENUMS = ("city", "unit", "source", "target", "symbol", "language")
 TYPES = {int: "integer", bool: "boolean", str: "string"}
 SKIES = ("clear", "cloudy", "rainy", "windy", "foggy", "snowy")
 SYSTEMS = ("You are a helpful assistant.", "You are a concise coding assistant.")
-# How a JSON-mode request asks for its answer, after the question.
+# How a JSON question asks for its answer, after the question.
 JSON_ASKS = (" Answer in JSON.", " Reply with JSON only.", " Give the fields as a JSON object.")
-# Of the documents and of the heads' prompts: conversations that ask for JSON without tools.
-JSON_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -178,18 +175,21 @@ def conversation(rng: random.Random, code: tuple[str, str]) -> tuple[list[dict],
     return messages, tools
 
 
-def json_conversation(rng: random.Random) -> tuple[list[dict], dict]:
-    """A question a tool could serve, with no tools offered and the answer asked for as JSON:
-    the assistant writes the tool's arguments, compactly. Returns the messages and the tool
-    (whose parameters are the answer's schema)."""
+def json_question(rng: random.Random) -> tuple[list[dict], dict]:
+    """A question a tool could serve, with no tools offered and the answer asked for in JSON;
+    and the schema a strict `response_format` gives it: the tool's parameters, closed."""
     tool = rng.choice(TOOLS)
     chosen = choose_arguments(tool, rng)
     ask, _, _ = call_turn(tool, chosen, rng)
-    messages = [
-        {"role": "user", "content": ask + rng.choice(JSON_ASKS)},
-        {"role": "assistant", "content": json.dumps(chosen, separators=(",", ":"))},
-    ]
-    return messages, schema(tool, chosen, rng)
+    answer_schema = {**schema(tool, chosen, rng)["function"]["parameters"]}
+    answer_schema["additionalProperties"] = False
+    return [{"role": "user", "content": ask + rng.choice(JSON_ASKS)}], answer_schema
+
+
+def json_questions(seed: int, count: int) -> list[tuple[list[dict], dict]]:
+    """`count` JSON questions: (messages, the answer's schema)."""
+    rng = random.Random(seed)
+    return [json_question(rng) for _ in range(count)]
 
 
 def render(messages: list[dict], tools: list[dict], generation_prompt: bool = False) -> str:
@@ -203,16 +203,9 @@ def render(messages: list[dict], tools: list[dict], generation_prompt: bool = Fa
 
 
 def documents(seed: int, count: int, code: list[tuple[str, str]]) -> list[str]:
-    """`count` whole conversations, for the target's training: tool use, and JSON answers
-    (JSON_SHARE of them)."""
+    """`count` whole conversations, for the target's training."""
     rng = random.Random(seed)
-    rendered = []
-    for _ in range(count):
-        if rng.random() < JSON_SHARE:
-            rendered.append(render(json_conversation(rng)[0], []))
-        else:
-            rendered.append(render(*conversation(rng, rng.choice(code))))
-    return rendered
+    return [render(*conversation(rng, rng.choice(code))) for _ in range(count)]
 
 
 def openings(seed: int, count: int, code: list[tuple[str, str]]) -> list[tuple[list, list]]:
@@ -226,25 +219,19 @@ def openings(seed: int, count: int, code: list[tuple[str, str]]) -> list[tuple[l
     return cut
 
 
-def json_openings(seed: int, count: int) -> list[tuple[list, dict]]:
-    """`count` JSON-mode questions cut before the answer: (messages, the tool whose
-    parameters are the answer's schema)."""
-    rng = random.Random(seed)
-    conversations = [json_conversation(rng) for _ in range(count)]
-    return [(messages[:-1], tool) for messages, tool in conversations]
-
-
 def prompts(seed: int, count: int, code: list[tuple[str, str]]) -> list[str]:
-    """`count` openings rendered for the heads' training, tool use and JSON questions in the
-    corpus's proportion: the target's own answers to them teach the heads its calls and its
-    JSON."""
-    asking_json = round(count * JSON_SHARE)
-    with_tools = [
+    """`count` openings rendered for the heads' training: the target's own answers to them
+    teach the heads its calls."""
+    return [
         render(messages, tools, generation_prompt=True)
-        for messages, tools in openings(seed, count - asking_json, code)
+        for messages, tools in openings(seed, count, code)
     ]
-    asking = [
-        render(messages, [], generation_prompt=True)
-        for messages, _ in json_openings(seed + 1, asking_json)
+
+
+def json_prompts(seed: int, count: int) -> list[tuple[str, dict]]:
+    """`count` JSON questions rendered for the heads' training, with the schema the target's
+    answer is decoded under."""
+    return [
+        (render(messages, [], generation_prompt=True), answer_schema)
+        for messages, answer_schema in json_questions(seed, count)
     ]
-    return with_tools + asking

@@ -1,47 +1,67 @@
-"""The demo target's agent corpus (model_data_sources/tool_use.py): what it teaches must be what
-the served grammars allow, or the target and its heads learn text the grammar refuses."""
+"""The agent prompts the demo heads learn from (model_data_sources/tool_use.py, grammar.py): a
+JSON question's answer is decoded under the grammar the container's vLLM serves it with, and
+the heads learn the tokens that grammar let through."""
 
 from __future__ import annotations
 
 import json
 import random
 
+import jsonschema
+import torch
+from tqdm import tqdm
+from transformers import AutoTokenizer, LlamaForCausalLM
+
+from harness.paths import RANDOM_DEMO_ROOT
 from model_data_sources import tool_use
-from model_data_sources.tool_use import json_conversation, json_openings
+from model_data_sources.grammar import compile_schemas, constrained_labels, generate_constrained
 
-TYPES = {"string": str, "integer": int, "boolean": bool}
+# Every value bounded, so even the random-weight target's answer must end.
+BOUNDED = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "enum": ["Paris", "Tokyo", "Lima"]},
+        "sunny": {"type": "boolean"},
+    },
+    "required": ["city", "sunny"],
+    "additionalProperties": False,
+}
 
 
-def test_json_answers_are_compact_and_follow_their_schema():
-    """A `response_format` answer is written by xgrammar without free whitespace: separators
-    `,` and `:`. The corpus's JSON answers are written the same way, and fit the schema the
-    benchmark sends with their question."""
+def test_json_questions_ask_for_json_with_a_closed_schema():
     rng = random.Random(11)
     for _ in range(200):
-        messages, tool = json_conversation(rng)
-        question, answer = messages[0]["content"], messages[1]["content"]
-        assert question.endswith(tool_use.JSON_ASKS)
-        parsed = json.loads(answer)
-        assert answer == json.dumps(parsed, separators=(",", ":"))
-        parameters = tool["function"]["parameters"]
-        assert set(parameters["required"]) <= parsed.keys() <= parameters["properties"].keys()
-        for name, value in parsed.items():
-            schema = parameters["properties"][name]
-            assert type(value) is TYPES[schema["type"]], (name, value)
-            assert value in schema.get("enum", [value]), (name, value, schema)
-        # Keys in the schema's order, as the grammar writes them.
-        order = [name for name in parameters["properties"] if name in parsed]
-        assert list(parsed) == order
+        (message,), schema = tool_use.json_question(rng)
+        assert message["role"] == "user" and message["content"].endswith(tool_use.JSON_ASKS)
+        assert schema["type"] == "object" and schema["additionalProperties"] is False
+        assert set(schema["required"]) <= schema["properties"].keys()
 
 
-def test_json_questions_offer_no_tools_and_the_corpus_mixes_them_with_calls():
-    documents = tool_use.documents(5, 400, [("Complete this.\n\ndef f():\n", "```python\n```")])
-    asking_json = [doc for doc in documents if "<tools>" not in doc]
-    calling = [doc for doc in documents if "<tool_call>" in doc]
-    assert 0.15 < len(asking_json) / len(documents) < 0.35
-    assert len(calling) > len(asking_json)
-    for doc in asking_json:
-        answer = doc.split("<|im_start|>assistant\n")[1].removesuffix("<|im_end|>\n")
-        json.loads(answer)
-    opened = json_openings(3, 4)
-    assert all(messages[-1]["role"] == "user" for messages, _ in opened)
+def test_answers_follow_the_served_grammar_and_label_the_heads_with_its_choices():
+    """The target's answer under the grammar is compact JSON (separators `,` and `:`, as vLLM
+    writes with disable_any_whitespace), follows the schema and ends with the stop token; the
+    heads' label after each answer position is the token the grammar let through, where the
+    target's free choice differs."""
+    model_dir = RANDOM_DEMO_ROOT / "model"
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    target = LlamaForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    (question, _), *_ = tool_use.json_prompts(5, 1)
+    prompt = tokenizer(question, add_special_tokens=False)["input_ids"]
+    (grammar,) = compile_schemas(tokenizer, target.config.vocab_size, [BOUNDED])
+    with tqdm(total=1, disable=True) as progress:
+        (sequence,) = generate_constrained(target, [prompt], [grammar], 64, progress)
+    answer = sequence[len(prompt) :]
+    assert answer[-1] == tokenizer.eos_token_id
+    text = tokenizer.decode(answer[:-1])
+    parsed = json.loads(text)
+    jsonschema.validate(parsed, BOUNDED)
+    assert text == json.dumps(parsed, separators=(",", ":"))
+
+    with torch.no_grad():
+        free = target(input_ids=torch.tensor([sequence])).logits.argmax(-1)[0]
+    labels = free.clone()
+    constrained_labels(labels, sequence, len(prompt))
+    assert labels[len(prompt) - 1 : len(sequence) - 1].tolist() == answer
+    assert labels[: len(prompt) - 1].tolist() == free[: len(prompt) - 1].tolist()
+    # A random target's free choice is not JSON: the grammar overrode it somewhere.
+    assert free[len(prompt) - 1 : len(sequence) - 1].tolist() != answer
