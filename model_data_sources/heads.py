@@ -270,7 +270,8 @@ def peagle_logits(
     mask_hidden = head.fc(head.mask_hidden)
     mask_embed = embed(torch.tensor(mask_token_id))
     for offset in range(1, depth):
-        count = batch.anchors.shape[1] if kept is None else kept[offset - 1]
+        width = batch.anchors.shape[1]  # fewer than kept[0] when every row is short
+        count = width if kept is None else min(kept[offset - 1], width)
         drafting = replace(batch, anchors=batch.anchors[:, :count])
         offset_positions, offset_labels, offset_valid = offset_slots(drafting, offset)
         all_embeds.append(mask_embed.expand(batch_size, count, -1))

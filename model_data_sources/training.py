@@ -217,9 +217,7 @@ def make_batch(features: Features, rows: Tensor, num_anchors: int, generator: to
         torch.arange(max(0, int(features.prompt_lengths[row]) - 2), int(features.lengths[row]) - 2)
         for row in rows.tolist()
     ]
-    # Always num_anchors wide (P-EAGLE's depth sampling is laid out for that many), even when
-    # every row is shorter (a batch of short JSON answers).
-    width = num_anchors
+    width = min(num_anchors, max(len(c) for c in candidates))
     anchors = torch.full((len(rows), width), -1)
     for index, pool in enumerate(candidates):
         if len(pool) == 0:
