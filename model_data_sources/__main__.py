@@ -100,7 +100,7 @@ HEAD_NAMES = {"peagle": "P-EAGLE", "eagle3": "EAGLE-3"}
 
 
 def build_trained(out: Path, force: bool = False, recipe_name: str = "trained") -> None:
-    """recipe_name: trained, quick, or trained-eagle3 (the trained recipe with both heads)."""
+    """recipe_name: trained, quick, or bench (the trained recipe with the EAGLE-3 head too)."""
     stamp = out / ".stamp"
     wanted = trained_hash(recipe_name)
     if not force and up_to_date(stamp, wanted):
@@ -109,7 +109,7 @@ def build_trained(out: Path, force: bool = False, recipe_name: str = "trained") 
     from model_data_sources.trained import QUICK, WITH_EAGLE3, Recipe
     from model_data_sources.trained import build_trained as train
 
-    recipe = {"trained": Recipe(), "quick": QUICK, "trained-eagle3": WITH_EAGLE3}[recipe_name]
+    recipe = {"trained": Recipe(), "quick": QUICK, "bench": WITH_EAGLE3}[recipe_name]
 
     target_dir = out / "model"
     peagle_dir = out / "additional-model-data-sources" / CHANNEL
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.eagle3 and not args.trained:
         parser.error("--eagle3 goes with --trained")
     if args.trained and args.eagle3:
-        build_trained(args.out or DEFAULT_BENCH_OUT, args.force, "trained-eagle3")
+        build_trained(args.out or DEFAULT_BENCH_OUT, args.force, "bench")
     elif args.trained:
         build_trained(args.out or DEFAULT_TRAINED_OUT, args.force)
     elif args.quick:
