@@ -63,7 +63,7 @@ help:
 	@echo "make serve   set up, build the demo model, serve it on port $(PORT) with P-EAGLE"
 	@echo "             (the trained pair when built, else the quick one, trained in 2.5 min)"
 	@echo "make quick-model    train the quick demo pair make serve starts with (about 2.5 min, cached)"
-	@echo "make trained-model  train the demo pair the tests and make serve use (about 13 min, cached)"
+	@echo "make trained-model  train the demo pair the tests and make serve use (about 14 min, cached)"
 	@echo "make bench-model    the trained pair with an EAGLE-3 head too, for make bench (17 min, cached)"
 	@echo "make test    set up, build the demo pairs, run the whole test suite"
 	@echo "make check   preflight the demo configuration without starting vLLM"

@@ -14,16 +14,8 @@ import pytest
 
 from serving.errors import RequestRefused
 from serving.tgi import completion_request
+from tests.support.schemas import CITY
 
-CITY = {
-    "type": "object",
-    "properties": {
-        "city": {"type": "string", "enum": ["Paris", "Tokyo", "Lima"]},
-        "sunny": {"type": "boolean"},
-    },
-    "required": ["city", "sunny"],
-    "additionalProperties": False,
-}
 PROMPT = [{"role": "user", "content": "Which city is sunny today? Answer in JSON."}]
 MAX_TOKENS = 200
 JSON_SCHEMA = {

@@ -15,17 +15,7 @@ from transformers import AutoTokenizer, LlamaForCausalLM
 from harness.paths import RANDOM_DEMO_ROOT
 from model_data_sources import tool_use
 from model_data_sources.grammar import compile_schemas, constrained_labels, generate_constrained
-
-# Every value bounded, so even the random-weight target's answer must end.
-BOUNDED = {
-    "type": "object",
-    "properties": {
-        "city": {"type": "string", "enum": ["Paris", "Tokyo", "Lima"]},
-        "sunny": {"type": "boolean"},
-    },
-    "required": ["city", "sunny"],
-    "additionalProperties": False,
-}
+from tests.support.schemas import CITY
 
 
 def test_json_questions_ask_for_json_with_a_closed_schema():
@@ -47,14 +37,14 @@ def test_answers_follow_the_served_grammar_and_label_the_heads_with_its_choices(
     target = LlamaForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
     (question, _), *_ = tool_use.json_prompts(5, 1)
     prompt = tokenizer(question, add_special_tokens=False)["input_ids"]
-    (grammar,) = compile_schemas(tokenizer, target.config.vocab_size, [BOUNDED])
+    (grammar,) = compile_schemas(tokenizer, target.config.vocab_size, [CITY])
     with tqdm(total=1, disable=True) as progress:
         (sequence,) = generate_constrained(target, [prompt], [grammar], 64, progress)
     answer = sequence[len(prompt) :]
     assert answer[-1] == tokenizer.eos_token_id
     text = tokenizer.decode(answer[:-1])
     parsed = json.loads(text)
-    jsonschema.validate(parsed, BOUNDED)
+    jsonschema.validate(parsed, CITY)
     assert text == json.dumps(parsed, separators=(",", ":"))
 
     with torch.no_grad():
