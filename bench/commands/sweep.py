@@ -58,13 +58,6 @@ def command(args: argparse.Namespace) -> int:
     drafter = drafter_of(args)
     eagle3_drafter = args.eagle3_drafter or paths.channel_dir(args.opt_ml_root, EAGLE3_CHANNEL)
     eagle3_drafter = eagle3_drafter.absolute() if eagle3_drafter.is_dir() else None
-    if eagle3_drafter is None:
-        print(
-            f"no EAGLE-3 head in {args.opt_ml_root} (channel {EAGLE3_CHANNEL}): the EAGLE-3 runs"
-            " draft with the P-EAGLE head, one token per pass. make bench-model builds the"
-            " trained pair with one, in build/opt_ml_bench.",
-            file=sys.stderr,
-        )
     if args.configs:
         configurations = [
             parse_configuration(
@@ -74,6 +67,13 @@ def command(args: argparse.Namespace) -> int:
         ]
     else:
         configurations = default_configurations(drafter, eagle3_drafter, args.k)
+    if eagle3_drafter is None and any(c.method == "eagle3" for c in configurations):
+        print(
+            f"no EAGLE-3 head in {args.opt_ml_root} (channel {EAGLE3_CHANNEL}): the EAGLE-3 runs"
+            " draft with the P-EAGLE head, one token per pass. make bench-model builds the"
+            " trained pair with one, in build/opt_ml_bench.",
+            file=sys.stderr,
+        )
     text = run_configurations(
         configurations,
         sampled_payloads(args),
