@@ -1,9 +1,9 @@
 """The structured workload: what agents send. Tool-use requests of the kind the demo target
 learned (model_data_sources/tool_use.py, drawn with a seed of their own), in turn with
 `tool_choice` auto, with `required`, and without tools a question answered in JSON under a
-strict `response_format` json_schema (the tool's parameters), as the target learned to. Every
-answer is bound by a grammar, so drafts the grammar forbids are rejected: the workload shows
-what that does to acceptance.
+strict `response_format` json_schema (the tool's parameters; the heads learned such answers
+under the same grammar, model_data_sources/grammar.py). Every answer is bound by a grammar, so
+drafts the grammar forbids are rejected: the workload shows what that does to acceptance.
 
 Answers end where the grammar or the model ends them (no ignore_eos: past the end of a
 structure the grammar allows nothing but EOS), so the runs are compared on the same greedy
