@@ -45,6 +45,8 @@ def figures(prompts: int, drafts: float, accepted: float, by_position: list[floa
 def measure(
     target: Path, head: Path, k: int, prompt_sets: dict[str, list[list[dict]]]
 ) -> dict[str, dict]:
+    if cpu_shims.needed():
+        cpu_shims.offline_vllm_in_one_process()
     from vllm import LLM, SamplingParams
 
     llm = LLM(

@@ -45,6 +45,16 @@ TRAIN_FLAGS = [
 ]  # fmt: skip
 
 
+def offline_vllm_in_one_process() -> None:
+    """The acceptance check's offline `LLM()` in this one process: vLLM would start an engine
+    core and a worker beside it, each importing torch and vLLM again. vLLM's CPU platform keeps
+    its single-process executor when multiprocessing is off (vllm/platforms/cpu.py), and this
+    process does nothing else. Call it before `LLM()`."""
+    import os
+
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+
+
 def vllm_settings() -> dict:
     """vLLM's CPU build for the acceptance check: float32 (CPUs without bf16 emulate it
     slowly), eager (compiling costs more than the check), a small KV cache."""

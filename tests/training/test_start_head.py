@@ -21,11 +21,32 @@ from training import choice, start_head
 K = 4
 
 
-def held_out_prompts(count: int) -> list[list[dict]]:
-    return [chat["messages"][:1] for chat in code_chats(count)]
+@pytest.fixture(scope="module")
+def continued(tmp_path_factory):
+    """The job continuing the quick pair's head (vLLM's native layout) in the eagle channel,
+    with half of it kept and a replay channel: its tree and its run, shared by the tests that
+    read them (each vLLM start costs about 35 s)."""
+    hyperparameters = {
+        "epochs": "1",
+        "num_speculative_tokens": str(K),
+        "learning_rate": "0.0001",
+        "keep_start_head": "0.5",
+        "held_out_fraction": "0.2",
+        "held_out_prompts": "8",
+    }
+    chats = code_chats(96)
+    root = job_tree(tmp_path_factory.mktemp("continued") / "job", chats[:48], hyperparameters)
+    data = root / "input" / "data"
+    shutil.copytree(paths.channel_dir(QUICK_DEMO_ROOT), data / "eagle")
+    (data / "replay").mkdir()
+    lines = "".join(json.dumps(chat) + "\n" for chat in chats[48:])
+    (data / "replay" / "earlier.jsonl").write_text(lines)
+    return root, train(root)
 
 
-def test_a_vllm_native_head_drafts_the_same_once_rewritten_for_speculators(tmp_path) -> None:
+def test_a_vllm_native_head_drafts_the_same_once_rewritten_for_speculators(
+    continued, tmp_path
+) -> None:
     target, head = paths.model_dir(QUICK_DEMO_ROOT), paths.channel_dir(QUICK_DEMO_ROOT)
     assert not start_head.is_speculators_format(start_head.read_config(head))
 
@@ -35,12 +56,16 @@ def test_a_vllm_native_head_drafts_the_same_once_rewritten_for_speculators(tmp_p
     assert config["speculators_model_type"] == "peagle"
     assert config["mask_token_id"] == start_head.read_config(head)["ptd_token_id"]
     assert config["eagle_aux_hidden_state_layer_ids"] == [1, 2, 3]
-    # vLLM drafts exactly the same tokens, and accepts exactly as many, with either file.
-    prompts = held_out_prompts(8)
-    before = choice.measure_acceptance(target, head, K, {"code": prompts}, tmp_path)["code"]
-    after = choice.measure_acceptance(target, rewritten, K, {"code": prompts}, tmp_path)["code"]
-    assert before["drafts"] > 0 and before["mean_acceptance_length"] > 2
-    assert after == before
+    # vLLM drafts exactly the same tokens, and accepts exactly as many, with either file: the
+    # job measured the native head on its held-out prompts, this measures the rewritten one.
+    root, finished = continued
+    assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
+    before = json.loads((root / "model" / "training-report.json").read_text())["start_head"]
+    held_out = root / "output" / "work" / "held_out" / "train.jsonl"
+    prompts = [json.loads(line) for line in held_out.read_text().splitlines()]
+    after = choice.measure_acceptance(target, rewritten, K, {"train": prompts}, tmp_path)
+    assert before["train"]["drafts"] > 0 and before["train"]["mean_acceptance_length"] > 2
+    assert after["train"] == before["train"]
     # A head already in speculators' format is passed on as it is.
     assert start_head.prepare(rewritten, target, K, tmp_path / "again") == rewritten
 
@@ -79,30 +104,14 @@ def test_keeping_a_share_of_the_start_head_needs_one(tmp_path) -> None:
 
 
 def test_the_job_continues_the_head_keeps_the_share_asked_for_and_guards_replay(
-    tmp_path,
+    continued,
 ) -> None:
     """The job continues the head in the eagle channel; with keep_start_head the head it
     writes is that share of the start head and the rest of the trained one. vLLM measures the
     start head and the written one on each channel's held-out prompts, and the replay
     channel's figure is checked against the start head's. (Regenerated answers: the training
     image test.)"""
-    hyperparameters = {
-        "epochs": "1",
-        "num_speculative_tokens": str(K),
-        "learning_rate": "0.0001",
-        "keep_start_head": "0.5",
-        "held_out_fraction": "0.2",
-        "held_out_prompts": "8",
-    }
-    chats = code_chats(96)
-    root = job_tree(tmp_path / "job", chats[:48], hyperparameters)
-    data = root / "input" / "data"
-    shutil.copytree(paths.channel_dir(QUICK_DEMO_ROOT), data / "eagle")
-    (data / "replay").mkdir()
-    lines = "".join(json.dumps(chat) + "\n" for chat in chats[48:])
-    (data / "replay" / "earlier.jsonl").write_text(lines)
-
-    finished = train(root)
+    root, finished = continued
 
     assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
     assert "starting from the head in the eagle channel" in finished.stdout
