@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from serving import metrics
+from serving.emf import changes
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,3 @@ def acceptance_per_position(
         drafts,
     )
     return [rates[position] for position in sorted(rates)]
-
-
-def changes(after: dict[int, float], before: dict[int, float]) -> dict[int, float]:
-    return {position: value - before.get(position, 0.0) for position, value in after.items()}

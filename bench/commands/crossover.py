@@ -157,13 +157,19 @@ def verify_locally(
     largest = config["num_speculative_tokens"]
     used = sorted({k for _, _, k in config.get(BATCH_SCHEDULE_KEY) or [] if k} | {largest})
     drafter = drafter_of(args)
-    environment = {"SM_VLLM_SPECULATIVE_CONFIG": json.dumps({**config, "model": str(drafter)})}
+    # Every variant batches as many requests as the schedule's container does.
+    shared = {}
     if args.max_num_seqs != DEFAULT_MAX_NUM_SEQS:
-        environment["SM_VLLM_MAX_NUM_SEQS"] = str(args.max_num_seqs)
+        shared["SM_VLLM_MAX_NUM_SEQS"] = str(args.max_num_seqs)
+    # The schedule's container serves the configuration file as it is, the head named in it.
+    scheduled = json.dumps({**config, "model": str(drafter)})
     variants = {
-        NONE_NAME: (Configuration("none"), {}),
-        **{name_of(k): (Configuration("peagle", k, drafter), {}) for k in used},
-        SCHEDULE_NAME: (Configuration("peagle", largest, drafter), environment),
+        NONE_NAME: (Configuration("none"), shared),
+        **{name_of(k): (Configuration("peagle", k, drafter), shared) for k in used},
+        SCHEDULE_NAME: (
+            Configuration("peagle", largest, drafter),
+            {**shared, "SM_VLLM_SPECULATIVE_CONFIG": scheduled},
+        ),
     }
     containers = {
         name: LocalContainer(
