@@ -86,3 +86,29 @@ def test_a_forced_tool_calls_arguments_allow_no_run_of_whitespace():
     )
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert json.loads(ran.stdout.splitlines()[-1]) == [True, True, False]
+
+
+# The engine loop's body (EngineCoreProc._process_engine_step) run on a stand-in engine that
+# records its calls: which comes first cannot be seen from outside a real engine (the speed it
+# buys is `bench`'s to show; vllm_patches/drafts_before_outputs.py has the figures).
+ENGINE_STEP = """
+import json
+from types import SimpleNamespace
+from vllm.v1.engine.core import EngineCoreProc
+calls = []
+engine = SimpleNamespace(
+    step_fn=lambda: ({0: "outputs of client 0"}, True),
+    output_queue=SimpleNamespace(put_nowait=lambda output: calls.append("queue the outputs")),
+    post_step=lambda model_executed: calls.append("take the drafts"),
+    scheduler=SimpleNamespace(has_requests=lambda: False),
+)
+print(json.dumps([EngineCoreProc._process_engine_step(engine), calls]))
+"""
+
+
+def test_a_speculative_step_takes_its_drafts_before_its_outputs_leave():
+    ran = subprocess.run([sys.executable, "-c", ENGINE_STEP], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    executed, calls = json.loads(ran.stdout.splitlines()[-1])
+    assert executed is True
+    assert calls == ["take the drafts", "queue the outputs"]

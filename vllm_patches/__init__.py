@@ -87,6 +87,7 @@ def apply_patch(patch: Patch, root: Path) -> bool:
 def patches() -> list[Patch]:
     from vllm_patches import (
         draft_tokens_per_position,
+        drafts_before_outputs,
         parallel_drafting_dynamic_k,
         structural_tag_whitespace,
     )
@@ -95,6 +96,7 @@ def patches() -> list[Patch]:
         structural_tag_whitespace.PATCH,
         parallel_drafting_dynamic_k.PATCH,
         draft_tokens_per_position.PATCH,
+        drafts_before_outputs.PATCH,
     ]
 
 

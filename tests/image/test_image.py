@@ -28,6 +28,7 @@ from tests.support.containers import (
     demo_env,
 )
 from tests.support.interrupts import Background, interrupted
+from vllm_patches import patches, state
 
 GREEDY_CHAT = {
     "messages": [{"role": "user", "content": "def fibonacci(n):"}],
@@ -113,13 +114,20 @@ def test_the_image_holds_the_front_only(docker, image):
 
 
 def test_the_images_vllm_carries_our_fixes(docker, image):
-    # vllm_patches/ applied at build time (the patches themselves are not in the image).
+    # vllm_patches/ applied at build time (the patches themselves are not in the image): each
+    # patched file of the image's vLLM, read here, holds its patch once.
+    paths = sorted({patch.path for patch in patches()})
     found = run_image(
         docker, image, "python3", "-c",
-        "from vllm.v1.structured_output import backend_xgrammar as b; "
-        "print(hasattr(b, 'bound_structural_tag_whitespace'))",
+        "import json, pathlib, sys, vllm; root = pathlib.Path(vllm.__file__).parent; "
+        "print(json.dumps({path: (root / path).read_text() for path in sys.argv[1:]}))",
+        *paths,
     )  # fmt: skip
-    assert found.stdout.strip() == "True", found.stderr[-2000:]
+    assert found.returncode == 0, found.stderr[-2000:]
+    texts = json.loads(found.stdout.splitlines()[-1])
+    assert {patch.name: state(patch, texts[patch.path]) for patch in patches()} == {
+        patch.name: "applied" for patch in patches()
+    }
 
 
 def test_other_commands_pass_through(docker, image):

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 CLIENTS = Path(__file__).parents[1] / "clients"
@@ -75,9 +76,12 @@ def run_calls(env: str, script: str, url: str, endpoint: str, max_tokens: int) -
 
 
 def build_all() -> None:
-    """Every client family's environment (CI builds them while the demo pairs train)."""
-    for requirements in sorted((CLIENTS / "requirements").glob("*.txt")):
-        print(client_python(requirements.stem), flush=True)
+    """Every client family's environment, all at once: each install waits mostly on the
+    network (CI builds them beside `make setup`)."""
+    names = sorted(requirements.stem for requirements in (CLIENTS / "requirements").glob("*.txt"))
+    with ThreadPoolExecutor(max_workers=len(names)) as pool:
+        for python in pool.map(client_python, names):
+            print(python, flush=True)
 
 
 if __name__ == "__main__":
