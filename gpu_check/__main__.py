@@ -1,0 +1,29 @@
+"""`python3 -m gpu_check kernels --vllm-source DIR [--interpret]`: see gpu_check/kernels.py."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m gpu_check", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    kernels = commands.add_parser("kernels", help="vLLM's P-EAGLE Triton kernels on this GPU")
+    kernels.add_argument(
+        "--vllm-source", type=Path, required=True, help="a folder holding vLLM's vllm/ source"
+    )
+    kernels.add_argument(
+        "--interpret", action="store_true", help="Triton's interpreter on the CPU, not a GPU"
+    )
+    kernels.add_argument("--seed", type=int, default=0)
+    kernels.add_argument("--cases", type=int, default=2, help="cases per K pair (default 2)")
+    args = parser.parse_args(argv)
+    from gpu_check import kernels as kernel_check
+
+    return kernel_check.main(args.vllm_source, args.interpret, args.seed, args.cases)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
