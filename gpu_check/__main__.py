@@ -19,10 +19,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     kernels.add_argument("--seed", type=int, default=0)
     kernels.add_argument("--cases", type=int, default=2, help="cases per K pair (default 2)")
+    kernels.add_argument(
+        "--only", action="append", help="check only this kernel (repeatable; default: all)"
+    )
     args = parser.parse_args(argv)
     from gpu_check import kernels as kernel_check
 
-    return kernel_check.main(args.vllm_source, args.interpret, args.seed, args.cases)
+    only = tuple(args.only or kernel_check.KERNELS)
+    if unknown := sorted(set(only) - set(kernel_check.KERNELS)):
+        parser.error(f"unknown kernel {unknown}; the kernels are {list(kernel_check.KERNELS)}")
+    return kernel_check.main(args.vllm_source, args.interpret, args.seed, args.cases, only)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""python -m image_build cpu|gpu|training-cpu|training-gpu [--tag TAG]: build the serving
-image, or the training image (see build.py)."""
+"""python -m image_build cpu|gpu|standin|training-cpu|training-gpu|training-standin
+[--tag TAG]: build the serving image, or the training image (see build.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m image_build", description=__doc__)
     parser.add_argument(
         "target",
-        choices=["cpu", "gpu", "training-cpu", "training-gpu"],
-        help="cpu, training-cpu: on docker/cpu-base",
+        choices=["cpu", "gpu", "standin", "training-cpu", "training-gpu", "training-standin"],
+        help="cpu: on docker/cpu-base; standin: on docker/gpu-standin-base (vLLM's CUDA wheel)",
     )
     parser.add_argument("--tag", help="the image's tag")
     args = parser.parse_args(argv)

@@ -18,6 +18,12 @@ from image_build.pip_settings import read_settings, served
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CPU_BASE_DIR = REPO_ROOT / "docker" / "cpu-base"
 CPU_BASE_IMAGE = "sagemaker-vllm-peagle-base:cpu"
+# The GPU base's stand-in (docker/gpu-standin-base): vLLM's CUDA wheel on Debian, for
+# building the Dockerfile's GPU stages where Docker Hub cannot be reached.
+STANDIN_BASE_DIR = REPO_ROOT / "docker" / "gpu-standin-base"
+STANDIN_BASE_IMAGE = "sagemaker-vllm-peagle-base:gpu-standin"
+STANDIN_IMAGE = "sagemaker-vllm-peagle:standin"
+STANDIN_TRAINING_IMAGE = "sagemaker-vllm-peagle:training-standin"
 CPU_IMAGE = "sagemaker-vllm-peagle:cpu"
 GPU_IMAGE = "sagemaker-vllm-peagle:latest"
 CPU_TRAINING_IMAGE = "sagemaker-vllm-peagle:training-cpu"
@@ -35,9 +41,13 @@ def docker_build(client: str, context: Path, tag: str, *extra: str) -> float:
 
 
 @contextlib.contextmanager
-def pip_secrets() -> Iterator[list[str]]:
-    """`--secret` arguments with this machine's pip settings and CA bundle (none without)."""
-    with served(read_settings()) as settings, tempfile.TemporaryDirectory() as scratch:
+def pip_secrets(local_folders: bool = True) -> Iterator[list[str]]:
+    """`--secret` arguments with this machine's pip settings and CA bundle (none without);
+    `local_folders` False leaves this machine's own wheel folders and indexes out."""
+    with (
+        served(read_settings(), local_folders) as settings,
+        tempfile.TemporaryDirectory() as scratch,
+    ):
         secrets: list[str] = []
         if settings.pip_conf:
             pip_conf = Path(scratch) / "pip.conf"
@@ -48,10 +58,13 @@ def pip_secrets() -> Iterator[list[str]]:
         yield secrets
 
 
-def build_cpu_base(client: str, tag: str = CPU_BASE_IMAGE) -> float:
+def build_base(client: str, context: Path, tag: str) -> float:
+    """A base made here from Debian (the CPU base, or the GPU base's stand-in). The
+    stand-in takes vLLM and torch from the package index, as vLLM's image carries them: a
+    local torch 2.13.0+cpu would satisfy torch==2.13.0 and outrank PyPI's CUDA build."""
     ensure_base_image(client, DEBIAN_IMAGE)
-    with pip_secrets() as secrets:
-        return docker_build(client, CPU_BASE_DIR, tag, *secrets)
+    with pip_secrets(local_folders=context != STANDIN_BASE_DIR) as secrets:
+        return docker_build(client, context, tag, *secrets)
 
 
 def build_image(client: str, tag: str, base_image: str | None = None) -> float:
@@ -71,21 +84,33 @@ def image_size_mb(client: str, tag: str) -> float:
     return int(subprocess.run(argv, capture_output=True, text=True).stdout.strip()) / 2**20
 
 
+# target -> (the base made here and its folder, or None for vLLM's image; serving tag;
+# training tag)
+BASES: dict[str, tuple[tuple[str, Path] | None, str, str]] = {
+    "cpu": ((CPU_BASE_IMAGE, CPU_BASE_DIR), CPU_IMAGE, CPU_TRAINING_IMAGE),
+    "gpu": (None, GPU_IMAGE, GPU_TRAINING_IMAGE),
+    "standin": ((STANDIN_BASE_IMAGE, STANDIN_BASE_DIR), STANDIN_IMAGE, STANDIN_TRAINING_IMAGE),
+}
+
+
 def build(target: str, tag: str | None = None) -> str:
-    """Build `target` (cpu: the base, then the serving image on it; gpu: the serving image on
-    vLLM's CUDA image; training-cpu and training-gpu: the training image on each) and print
-    the times and size; returns the image's tag."""
+    """Build `target` (cpu: the CPU base, then the serving image on it; gpu: the serving
+    image on vLLM's CUDA image; standin: the GPU base's stand-in, then the serving image on
+    it; training-*: the training image on each) and print the times and size; returns the
+    image's tag."""
     client = ensure_engine()
-    on_cpu = target in ("cpu", "training-cpu")
-    if on_cpu:
-        base_seconds = build_cpu_base(client)
-        print(f"{CPU_BASE_IMAGE}: built in {base_seconds:.0f} s", flush=True)
-    base = CPU_BASE_IMAGE if on_cpu else None
-    if target.startswith("training"):
-        tag = tag or (CPU_TRAINING_IMAGE if on_cpu else GPU_TRAINING_IMAGE)
+    training = target.startswith("training-")
+    made_base, serving_tag, training_tag = BASES[target.removeprefix("training-")]
+    base = None
+    if made_base is not None:
+        base, context = made_base
+        base_seconds = build_base(client, context, base)
+        print(f"{base}: built in {base_seconds:.0f} s", flush=True)
+    if training:
+        tag = tag or training_tag
         seconds = build_training_image(client, tag, base)
     else:
-        tag = tag or (CPU_IMAGE if on_cpu else GPU_IMAGE)
+        tag = tag or serving_tag
         seconds = build_image(client, tag, base)
     print(f"{tag}: built in {seconds:.0f} s, {image_size_mb(client, tag):,.0f} MB", flush=True)
     return tag

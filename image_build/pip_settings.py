@@ -60,8 +60,9 @@ class BuildSettings:
     folders: list[Path] = field(default_factory=list)
 
 
-def for_build(settings: dict[str, str], base_url: str) -> BuildSettings:
-    """Translate `settings`; local folders become `base_url/<n>/` in the order of `folders`."""
+def for_build(settings: dict[str, str], base_url: str, local_folders: bool = True) -> BuildSettings:
+    """Translate `settings`; local folders become `base_url/<n>/` in the order of `folders`,
+    or are left out (`local_folders` False: a build that must take what the index has)."""
     folders: list[Path] = []
     lines = ["[global]"]
     for key in LOCATION_KEYS:
@@ -70,7 +71,7 @@ def for_build(settings: dict[str, str], base_url: str) -> BuildSettings:
             folder = local_folder(location)
             if folder is None and urlparse(location).scheme in ("http", "https"):
                 locations.append(location)
-            elif folder is not None:
+            elif folder is not None and local_folders:
                 # An index's pages link up to its files (../../files/...): serve its parent.
                 served = folder.parent if key.endswith("index-url") else folder
                 if served not in folders:
@@ -110,11 +111,12 @@ class FolderHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @contextmanager
-def served(settings: dict[str, str]) -> Iterator[BuildSettings]:
+def served(settings: dict[str, str], local_folders: bool = True) -> Iterator[BuildSettings]:
     """BuildSettings whose local folders are served on loopback until the block ends."""
     handler = type("Handler", (FolderHandler,), {})
     server = http.server.ThreadingHTTPServer((LOOPBACK, 0), handler)
-    build = for_build(settings, f"http://{LOOPBACK}:{server.server_address[1]}")
+    base_url = f"http://{LOOPBACK}:{server.server_address[1]}"
+    build = for_build(settings, base_url, local_folders)
     handler.folders = build.folders
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     if build.folders:

