@@ -48,6 +48,13 @@ IMAGE ?= sagemaker-vllm-peagle:latest
 IMAGE_CPU ?= sagemaker-vllm-peagle:cpu
 IMAGE_TRAIN ?= sagemaker-vllm-peagle:training
 IMAGE_TRAIN_CPU ?= sagemaker-vllm-peagle:training-cpu
+# The GPU image's stages on a stand-in for vLLM's CUDA image (docker/gpu-standin-base).
+IMAGE_STANDIN ?= sagemaker-vllm-peagle:standin
+IMAGE_TRAIN_STANDIN ?= sagemaker-vllm-peagle:training-standin
+# make kernel-check: this machine's own Python, torch and Triton; the CUDA wheel's vLLM
+# source, unpacked once (or a folder of your own holding vllm/: VLLM_CUDA_SOURCE=DIR).
+KERNEL_PYTHON ?= python3
+VLLM_CUDA_SOURCE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sagemaker-vllm-peagle/vllm-$(VLLM_CPU_VERSION)-cuda-source
 
 BENCH_PROMPTS ?= 16
 BENCH_MAX_TOKENS ?= 64
@@ -57,6 +64,7 @@ DURATION ?= 60
 BODY_CLIENTS ?= 32
 BODY_MB ?= 5
 
+.PHONY: image-standin image-train-standin image-standin-test kernel-check public-shapes gpu-check
 .PHONY: help setup demo-model quick-model serve-model trained-model bench-model serve check test client-envs bench load load-bodies lint format image image-cpu image-train image-train-cpu image-test retrain-demo rollout-rehearsal train-head-demo clean
 
 help:
@@ -79,6 +87,10 @@ help:
 	@echo "make image   build the GPU image (image-cpu: the same on a CPU vLLM base)"
 	@echo "make image-test  build the CPU image and test it as SageMaker runs it"
 	@echo "make image-train  build the training image (image-train-cpu: on the CPU vLLM base)"
+	@echo "make image-standin-test  the GPU image's stages on a stand-in base, tested without a GPU"
+	@echo "make kernel-check  vLLM's P-EAGLE Triton kernels on this GPU (python3, torch, Triton)"
+	@echo "make gpu-check  on a GPU box: the image with CUDA graphs and async scheduling, checked"
+	@echo "make public-shapes  real-shaped public pairs (no weights) in build/public_shapes, to check"
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON_BOOTSTRAP) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -192,6 +204,30 @@ image-train: setup
 
 image-train-cpu: setup
 	$(PY) -m image_build training-cpu --tag $(IMAGE_TRAIN_CPU)
+
+# The GPU image's every stage, built on a stand-in for vLLM's CUDA image made here (PyPI's
+# CUDA wheels of vLLM 0.32.0 and torch 2.13.0 on Debian; docker/gpu-standin-base), and
+# tested without a GPU: the patches, the front, check and serve (tests/standin). Not a CI
+# step (a cold build downloads about 4 GB; docs/image.md has the times): run it when the
+# Dockerfile, vllm_patches/ or serving/engine_args/ change.
+image-standin: setup
+	$(PY) -m image_build standin --tag $(IMAGE_STANDIN)
+
+image-train-standin: setup
+	$(PY) -m image_build training-standin --tag $(IMAGE_TRAIN_STANDIN)
+
+image-standin-test: image-standin image-train-standin trained-model
+	$(PY) -m pytest --standin-image $(IMAGE_STANDIN) \
+		--standin-training-image $(IMAGE_TRAIN_STANDIN) tests/standin
+
+public-shapes: setup
+	$(PY) -m model_data_sources.public_shapes build/public_shapes
+
+$(VLLM_CUDA_SOURCE)/vllm/v1/spec_decode/utils.py:
+	$(KERNEL_PYTHON) -m gpu_check.vllm_source --dest $(VLLM_CUDA_SOURCE)
+
+kernel-check: $(VLLM_CUDA_SOURCE)/vllm/v1/spec_decode/utils.py
+	$(KERNEL_PYTHON) -m gpu_check kernels --vllm-source $(VLLM_CUDA_SOURCE)
 
 # The CPU image as SageMaker runs it, trained pair mounted read-only: tests/image plus the
 # host suite's tests that apply to any container (same functions, docker backend).

@@ -21,7 +21,7 @@ import pytest
 
 from harness.host import host_environment
 from harness.paths import QUICK_DEMO_ROOT, RANDOM_DEMO_ROOT
-from image_build.build import CPU_IMAGE, CPU_TRAINING_IMAGE
+from image_build.build import CPU_IMAGE, CPU_TRAINING_IMAGE, STANDIN_TRAINING_IMAGE
 from tests.support.containers import (
     CAPTURE_DIR,
     DEMO_ROOT,
@@ -48,6 +48,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--image", default=CPU_IMAGE, help="the image --backend docker runs")
     parser.addoption(
         "--training-image", default=CPU_TRAINING_IMAGE, help="the training image tests/image runs"
+    )
+    parser.addoption(
+        "--standin-image", default=None, help="the GPU image on the stand-in base (tests/standin)"
+    )
+    parser.addoption(
+        "--standin-training-image", default=STANDIN_TRAINING_IMAGE, help="its training image"
     )
 
 
@@ -80,6 +86,9 @@ def pytest_terminal_summary(terminalreporter) -> None:
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     # The image's own tests need the built image and an engine: `make image-test` runs them.
     if collection_path.name == "image" and config.getoption("--backend") != "docker":
+        return True
+    # The GPU image's stand-in tests need that image: `make image-standin-test` runs them.
+    if collection_path.name == "standin" and config.getoption("--standin-image") is None:
         return True
     return None
 
