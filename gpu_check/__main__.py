@@ -1,4 +1,5 @@
-"""`python3 -m gpu_check kernels --vllm-source DIR [--interpret]`: see gpu_check/kernels.py."""
+"""`python3 -m gpu_check kernels --vllm-source DIR [--interpret]`: gpu_check/kernels.py;
+`python -m gpu_check image [--image IMAGE | --host]`: gpu_check/image_check.py."""
 
 from __future__ import annotations
 
@@ -22,7 +23,16 @@ def main(argv: list[str] | None = None) -> int:
     kernels.add_argument(
         "--only", action="append", help="check only this kernel (repeatable; default: all)"
     )
+    image = commands.add_parser("image", help="the serving image on this GPU, end to end")
+    image.add_argument("--image", default="sagemaker-vllm-peagle:latest")
+    image.add_argument("--opt-ml-root", type=Path, default=Path("build/opt_ml_quick"))
+    image.add_argument("--report", type=Path, default=Path("build/gpu-check.md"))
+    image.add_argument("--host", action="store_true", help="the venv's vLLM, not the image")
     args = parser.parse_args(argv)
+    if args.command == "image":
+        from gpu_check import image_check
+
+        return image_check.main(args.image, args.opt_ml_root.resolve(), args.report, args.host)
     from gpu_check import kernels as kernel_check
 
     only = tuple(args.only or kernel_check.KERNELS)

@@ -12,6 +12,7 @@ vLLM's own. tests/test_cpu_async_scheduling.py drives it.
 
 from __future__ import annotations
 
+import logging
 import os
 
 SWITCH_VAR = "SERVING_TEST_CPU_ASYNC_SCHEDULING"
@@ -32,6 +33,12 @@ def register() -> None:
         chosen = vllm_config.scheduler_config.async_scheduling
         original(cls, vllm_config)
         vllm_config.scheduler_config.async_scheduling = chosen
+        # vLLM's own logger (it has the handlers): the test reads this line.
+        logging.getLogger("vllm.serving").warning(
+            "%s=1: asynchronous scheduling kept %s on the CPU (a test-only switch)",
+            SWITCH_VAR,
+            "on" if chosen else "off",
+        )
 
     check_and_update_config.keeps_async_scheduling = True
     CpuPlatform.check_and_update_config = classmethod(check_and_update_config)

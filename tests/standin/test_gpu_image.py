@@ -127,10 +127,11 @@ def test_check_of_a_public_pair_with_a_wrong_head_names_the_tensor(docker, image
 
 
 def test_the_training_image_has_the_trainer_on_the_cuda_build(docker, training_image):
-    found = run_image(
-        docker, training_image, "python3", "-c",
+    script = (
         "import importlib.metadata as m, speculators.train.cli, training.job, torch; "
-        "print(m.version('vllm'), torch.version.cuda is not None)",
-    )  # fmt: skip
+        "print(m.version('vllm'), torch.version.cuda is not None)"
+    )
+    options = ("--entrypoint", "python3")
+    found = run_image(docker, training_image, "-c", script, options=options)
     assert found.returncode == 0, found.stderr[-2000:]
     assert found.stdout.split() == ["0.32.0", "True"]

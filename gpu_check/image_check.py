@@ -1,0 +1,307 @@
+"""The serving image on one GPU, end to end: `make gpu-check` (python -m gpu_check image).
+
+On a GPU box with the NVIDIA Container Toolkit and `make image` built, it starts the image
+three times as SageMaker would (`docker run --gpus all IMAGE serve`, the quick demo pair
+mounted), with CUDA graphs and torch.compile on (no enforce-eager) and vLLM's own scheduling
+mode (asynchronous for P-EAGLE on a GPU):
+
+1. no speculation, the reference;
+2. P-EAGLE at a fixed K;
+3. P-EAGLE with a K by batch size schedule that steps through K=3, 2, 1 and 0;
+
+and for each one measures the cold start (`docker run` to the first `/ping` 200), sends the
+same greedy prompts at 1, 3 and 12 clients (every schedule boundary is crossed), compares
+every answer with the reference's, reads the drafts, acceptance and per-position draft
+counts (which K ran) from `/metrics`, and makes a named tool call under the grammar. Last,
+vLLM's P-EAGLE Triton kernels of the image itself are held to the reference
+(gpu_check.kernels, run inside the image). It prints a Markdown report to paste into an
+issue and writes it to --report. With --host it runs the venv's vLLM instead of the image
+(on the CPU build, SERVING_TEST_CPU_ASYNC_SCHEDULING=1 puts the same scheduling mode on):
+the check itself is tested that way where there is no GPU.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import re
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PROMPTS = [
+    "def fibonacci(n):",
+    "Write a Python function that reverses a string.",
+    "import os\n\ndef list_files(path):",
+    "class Stack:\n    def __init__(self):",
+    "What does a list comprehension do?",
+    "def is_prime(n):",
+    "Sort a dictionary by value in Python.",
+    "def merge(a, b):",
+    "with open('data.txt') as f:",
+    "How do I read a JSON file?",
+    "def binary_search(items, target):",
+    "Explain Python's GIL in one sentence.",
+]
+LEVELS = (1, 3, 12)  # clients at once: a schedule's ranges below are crossed by these
+FIXED_K = 3  # the quick head is trained for 4 positions
+SCHEDULE = [[1, 1, 3], [2, 4, 2], [5, 8, 1], [9, 1024, 0]]
+MAX_TOKENS = 48
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "unit": {"enum": ["C", "F"]}},
+            "required": ["city", "unit"],
+        },
+    },
+}
+METRIC_LINE = re.compile(r"^(vllm:spec_decode_[a-z_]+)(\{[^}]*\})?\s+([0-9.eE+-]+)$")
+
+
+def speculative_config(schedule: bool) -> dict[str, Any]:
+    config: dict[str, Any] = {"method": "eagle3", "parallel_drafting": True}
+    if schedule:
+        config["num_speculative_tokens"] = max(k for _, _, k in SCHEDULE)
+        config["num_speculative_tokens_per_batch_size"] = SCHEDULE
+    else:
+        config["num_speculative_tokens"] = FIXED_K
+    return config
+
+
+@dataclass
+class Outcome:
+    name: str
+    config: dict[str, Any] | None
+    cold_start_seconds: float = 0.0
+    answers: dict[tuple[int, int], str] = field(default_factory=dict)  # (level, prompt) -> text
+    metrics: dict[str, float] = field(default_factory=dict)
+    tool_call: str = ""
+    engine_mode: str = ""
+    error: str = ""
+
+
+def chat(http: Any, url: str, prompt: str) -> str:
+    body = {
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": MAX_TOKENS,
+        "temperature": 0,
+    }
+    answer = http.post(f"{url}/invocations", json=body, timeout=300)
+    answer.raise_for_status()
+    return answer.json()["choices"][0]["message"]["content"] or ""
+
+
+def tool_call(http: Any, url: str) -> str:
+    """A named tool call: its arguments held to the schema by the grammar."""
+    body = {
+        "messages": [{"role": "user", "content": "What is the weather in Lima?"}],
+        "tools": [WEATHER_TOOL],
+        "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+        "max_tokens": 64,
+        "temperature": 0,
+    }
+    answer = http.post(f"{url}/invocations", json=body, timeout=300)
+    if answer.status_code != 200:
+        return f"HTTP {answer.status_code}: {answer.text[:200]}"
+    calls = answer.json()["choices"][0]["message"].get("tool_calls") or []
+    if not calls:
+        return "no tool call"
+    arguments = json.loads(calls[0]["function"]["arguments"])
+    valid = set(arguments) == {"city", "unit"} and arguments["unit"] in ("C", "F")
+    return f"{'valid' if valid else 'INVALID'}: {calls[0]['function']['name']}({arguments})"
+
+
+def spec_metrics(text: str) -> dict[str, float]:
+    """Drafts, draft tokens, accepted tokens, and draft tokens per position."""
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        match = METRIC_LINE.match(line)
+        if not match or not match.group(1).endswith("_total"):
+            continue
+        name, labels, value = match.groups()
+        position = re.search(r'position="(\d+)"', labels or "")
+        key = name.removeprefix("vllm:spec_decode_").removesuffix("_total")
+        if position:
+            key += f"[{position.group(1)}]"
+        found[key] = found.get(key, 0.0) + float(value)
+    return found
+
+
+def engine_mode(log: str) -> str:
+    """What vLLM says it runs with: asynchronous scheduling (vLLM logs only when it turns it
+    off; the CPU test switch says so itself), compilation, CUDA graphs."""
+    said = []
+    kept = re.search(r"asynchronous scheduling kept (on|off)", log)
+    turned_off = re.search(r"[Aa]sync(hronous)? scheduling (is disabled|will be disabled)", log)
+    if kept:
+        said.append(f"async scheduling {kept.group(1)} (CPU test switch)")
+    elif turned_off:
+        said.append("async scheduling OFF (vLLM turned it off; see the log)")
+    else:
+        said.append("async scheduling on (vLLM's default; nothing turned it off)")
+    for pattern, label in (
+        (r"enforce_eager=(True|False)", "enforce_eager={}"),
+        (r"cudagraph_mode[\"']?[:=]\s*<?([A-Za-z_.]+)", "cudagraph_mode={}"),
+        (r"Graph capturing finished in ([0-9.]+ secs)", "graphs captured in {}"),
+        (r"torch\.compile takes ([0-9.]+ s)", "torch.compile {}"),
+    ):
+        match = re.search(pattern, log)
+        if match:
+            said.append(label.format(match.group(1)))
+    return ", ".join(said) or "not found in the log"
+
+
+def run_one(container: Any, outcome: Outcome) -> Outcome:
+    import httpx
+
+    began = time.monotonic()
+    try:
+        container.start()
+        outcome.cold_start_seconds = container.wait_ready()
+        with httpx.Client() as http:
+            for level in LEVELS:
+                prompts = PROMPTS[:level]
+                with concurrent.futures.ThreadPoolExecutor(level) as pool:
+                    texts = pool.map(lambda p: chat(http, container.url, p), prompts)
+                    for index, text in enumerate(texts):
+                        outcome.answers[(level, index)] = text
+            outcome.tool_call = tool_call(http, container.url)
+            outcome.metrics = spec_metrics(http.get(f"{container.url}/metrics").text)
+        outcome.engine_mode = engine_mode(container.log_text())
+    except Exception as error:  # a failed start is a finding: the report says it
+        outcome.error = f"{type(error).__name__}: {str(error)[-1500:]}"
+        outcome.cold_start_seconds = outcome.cold_start_seconds or time.monotonic() - began
+    finally:
+        container.stop()
+    return outcome
+
+
+def report(outcomes: list[Outcome], kernels: str, header: str) -> str:
+    reference = outcomes[0]
+    lines = [
+        header, "",
+        "| configuration | cold start | greedy answers = none | drafts | acceptance length "
+        "| positions drafted | tool call (grammar) | engine |",
+        "|---|---|---|---|---|---|---|---|",
+    ]  # fmt: skip
+    for outcome in outcomes:
+        if outcome.error:
+            lines.append(
+                f"| {outcome.name} | {outcome.cold_start_seconds:.0f} s | FAILED | | | | | |"
+            )
+            continue
+        same = sum(reference.answers.get(key) == text for key, text in outcome.answers.items())
+        drafts = outcome.metrics.get("num_drafts", 0.0)
+        accepted = outcome.metrics.get("num_accepted_tokens", 0.0)
+        acceptance = f"{1 + accepted / drafts:.2f}" if drafts else "-"
+        positions = sorted(
+            (int(k[len("num_draft_tokens_per_pos[") : -1]), int(v))
+            for k, v in outcome.metrics.items()
+            if k.startswith("num_draft_tokens_per_pos[") and v
+        )
+        drafted = ", ".join(f"{p}:{n}" for p, n in positions) or "-"
+        lines.append(
+            f"| {outcome.name} | {outcome.cold_start_seconds:.0f} s "
+            f"| {same}/{len(outcome.answers)} | {drafts:.0f} | {acceptance} | {drafted} "
+            f"| {outcome.tool_call} | {outcome.engine_mode} |"
+        )
+    for outcome in outcomes:
+        if outcome.error:
+            lines += ["", f"**{outcome.name} failed:**", "```", outcome.error, "```"]
+        differing = [k for k, t in outcome.answers.items() if reference.answers.get(k) != t]
+        for level, index in differing[:3]:
+            lines.append(
+                f"- {outcome.name}, {level} clients, prompt {index}: "
+                f"{outcome.answers[(level, index)]!r} vs none {reference.answers[(level, index)]!r}"
+            )
+    lines += ["", kernels]
+    return "\n".join(lines)
+
+
+def verdict(outcomes: list[Outcome], kernels_exit: int) -> bool:
+    reference = outcomes[0]
+    for outcome in outcomes:
+        if outcome.error or not outcome.tool_call.startswith("valid"):
+            return False
+        if any(reference.answers.get(k) != t for k, t in outcome.answers.items()):
+            return False
+    speculating = outcomes[1:]
+    return kernels_exit == 0 and all(o.metrics.get("num_drafts", 0) > 0 for o in speculating)
+
+
+def kernel_check_in_image(docker: str, image: str) -> tuple[int, str]:
+    """gpu_check.kernels inside the image, on the image's own vLLM source."""
+    package = Path(__file__).resolve().parent
+    argv = [
+        docker, "run", "--rm", "--gpus", "all", "--network", "none",
+        "--volume", f"{package}:/opt/gpu_check/gpu_check:ro", "--env", "PYTHONPATH=/opt/gpu_check",
+        "--entrypoint", "bash", image, "-c",
+        "python3 -m gpu_check kernels --vllm-source \"$(python3 -c "
+        "'import pathlib, vllm; print(pathlib.Path(vllm.__file__).parent.parent)')\"",
+    ]  # fmt: skip
+    ran = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    return ran.returncode, (ran.stdout + ran.stderr).strip()
+
+
+def kernel_check_here() -> tuple[int, str]:
+    """gpu_check.kernels on the venv's own vLLM source (the CPU build: in the interpreter)."""
+    import sys
+
+    import vllm
+
+    source = str(Path(vllm.__file__).parent.parent)
+    argv = [sys.executable, "-m", "gpu_check", "kernels", "--vllm-source", source]
+    ran = subprocess.run(argv + ["--interpret", "--cases", "1"], capture_output=True, text=True)
+    return ran.returncode, (ran.stdout + ran.stderr).strip()
+
+
+def main(image: str | None, opt_ml_root: Path, report_path: Path, host: bool) -> int:
+    from harness.docker import DockerContainer
+    from harness.host import HostContainer, host_environment
+
+    outcomes = []
+    docker = None
+    if not host:
+        from image_build.engine import ensure_engine
+
+        docker = ensure_engine()
+    for name, config in (
+        ("none", None),
+        (f"P-EAGLE K={FIXED_K}", speculative_config(schedule=False)),
+        (f"P-EAGLE schedule {SCHEDULE}", speculative_config(schedule=True)),
+    ):
+        settings = {"OPT_ML_ROOT": str(opt_ml_root), "SM_VLLM_MAX_NUM_SEQS": "16"}
+        if config is not None:
+            settings["SM_VLLM_SPECULATIVE_CONFIG"] = json.dumps(config)
+        log_path = report_path.parent / f"gpu-check-{len(outcomes)}.log"
+        if host:
+            env = host_environment(
+                enforce_eager=False, SERVING_TEST_CPU_ASYNC_SCHEDULING="1", **settings
+            )
+            container = HostContainer(f"gpu-check-{len(outcomes)}", env, log_path=log_path)
+        else:
+            env = host_environment(enforce_eager=False, **settings)
+            run_args = ("--gpus", "all", "--shm-size", "1g")
+            container = DockerContainer(
+                f"gpu-check-{len(outcomes)}", env, image, docker, opt_ml_root,
+                log_path=log_path, run_args=run_args,
+            )  # fmt: skip
+        print(f"gpu check: {name} ...", flush=True)
+        outcomes.append(run_one(container, Outcome(name, config)))
+    kernels_exit, kernels = kernel_check_here() if host else kernel_check_in_image(docker, image)
+    passed = verdict(outcomes, kernels_exit)
+    header = (
+        f"## GPU check: {'PASS' if passed else 'FAIL'} "
+        f"({'the venv' if host else image}, {opt_ml_root.name}, {time.strftime('%Y-%m-%d')})"
+    )
+    text = report(outcomes, kernels, header)
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    report_path.write_text(text + "\n")
+    print(text)
+    return 0 if passed else 1
