@@ -229,6 +229,12 @@ $(VLLM_CUDA_SOURCE)/vllm/v1/spec_decode/utils.py:
 kernel-check: $(VLLM_CUDA_SOURCE)/vllm/v1/spec_decode/utils.py
 	$(KERNEL_PYTHON) -m gpu_check kernels --vllm-source $(VLLM_CUDA_SOURCE)
 
+# On a GPU box with the NVIDIA Container Toolkit, after `make image`: the image with CUDA
+# graphs and asynchronous scheduling, three ways (none, fixed K, a K schedule), checked and
+# reported in build/gpu-check.md (gpu_check/image_check.py; docs/image.md).
+gpu-check: setup quick-model
+	$(PY) -m gpu_check image --image $(IMAGE) --opt-ml-root $(QUICK_ROOT) --report build/gpu-check.md
+
 # The CPU image as SageMaker runs it, trained pair mounted read-only: tests/image plus the
 # host suite's tests that apply to any container (same functions, docker backend).
 image-test: image-cpu image-train-cpu trained-model quick-model

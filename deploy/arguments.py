@@ -75,7 +75,9 @@ def parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="FILE",
         help="K by batch size from `python -m bench crossover` (its speculative-config.json): "
-        "num_speculative_tokens and num_speculative_tokens_per_batch_size, instead of --k",
+        "num_speculative_tokens and num_speculative_tokens_per_batch_size, instead of --k. A "
+        "schedule holds only for the instance type it was measured on: calibrate it there "
+        "(the default, a fixed K, needs no calibration)",
     )
     deploy.add_argument(
         "--env",

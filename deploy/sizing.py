@@ -8,7 +8,11 @@ SageMaker's defaults (a short start-up health check, a small volume) suit small 
                                          CUDA graph capture, which P-EAGLE's drafter adds to)
 
 each clamped to SageMaker's 60..3600. Qwen3-Coder-30B-A3B FP8 (31 GB): download 920 s,
-startup 910 s. The volume holds the model twice over (the download and vLLM's caches) plus
+startup 910 s. The 600 s base is an estimate, not a measurement on a GPU: vLLM 0.32 compiles
+the target and the P-EAGLE head with torch.compile (minutes for a 30B MoE on first start,
+per vLLM's compilation docs; cached after), captures piecewise CUDA graphs for both, and
+warms its Triton kernels; `make gpu-check` measures a cold start on a GPU box. Where a start
+outruns it, SM_VLLM_ENFORCE_EAGER=true skips compile and graphs (slower serving). The volume holds the model twice over (the download and vLLM's caches) plus
 20 GB for the image's scratch, clamped to SageMaker's 1..512 GB.
 """
 

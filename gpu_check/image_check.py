@@ -137,7 +137,7 @@ def engine_mode(log: str) -> str:
     """What vLLM says it runs with: asynchronous scheduling (vLLM logs only when it turns it
     off; the CPU test switch says so itself), compilation, CUDA graphs."""
     said = []
-    kept = re.search(r"asynchronous scheduling kept (on|off)", log)
+    kept = re.search(r"asynchronous scheduling (on|off), as vLLM chose it", log)
     turned_off = re.search(r"[Aa]sync(hronous)? scheduling (is disabled|will be disabled)", log)
     if kept:
         said.append(f"async scheduling {kept.group(1)} (CPU test switch)")

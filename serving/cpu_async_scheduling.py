@@ -35,7 +35,8 @@ def register() -> None:
         vllm_config.scheduler_config.async_scheduling = chosen
         # vLLM's own logger (it has the handlers): the test reads this line.
         logging.getLogger("vllm.serving").warning(
-            "%s=1: asynchronous scheduling kept %s on the CPU (a test-only switch)",
+            "%s=1: asynchronous scheduling %s, as vLLM chose it (the CPU platform would turn "
+            "it off; a test-only switch)",
             SWITCH_VAR,
             "on" if chosen else "off",
         )

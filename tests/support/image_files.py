@@ -13,7 +13,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 GPU_DOCKERFILE = ROOT / "Dockerfile"
 CPU_BASE_DOCKERFILE = ROOT / "docker" / "cpu-base" / "Dockerfile"
-DOCKERFILES = [GPU_DOCKERFILE, CPU_BASE_DOCKERFILE]
+STANDIN_BASE_DOCKERFILE = ROOT / "docker" / "gpu-standin-base" / "Dockerfile"
+DOCKERFILES = [GPU_DOCKERFILE, CPU_BASE_DOCKERFILE, STANDIN_BASE_DOCKERFILE]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 
 
