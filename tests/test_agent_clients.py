@@ -17,7 +17,7 @@ from tests.support.local_runtime import local_runtime
 
 # The one tool every script offers (tests/clients/calls/common.py) has this schema, bar
 # additionalProperties, which the arguments must keep to as well.
-from tests.test_tool_calls import WEATHER
+from tests.support.schemas import WEATHER
 
 ENDPOINT = "my-endpoint"
 MAX_TOKENS = 64

@@ -11,29 +11,18 @@ from __future__ import annotations
 import httpx
 
 from tests.support.containers import SCHEDULED_CONFIG
-from tests.support.schedule_load import most_at_once, payload, staggered, tokens
+from tests.support.schedule_load import (
+    assert_greedy_answers_equal_across_the_schedule,
+    payload,
+    tokens,
+)
+from tests.support.schemas import WEATHER
 
 SCHEDULE = SCHEDULED_CONFIG["num_speculative_tokens_per_batch_size"]
 LARGEST_K = SCHEDULED_CONFIG["num_speculative_tokens"]
 NAMED_CALL = {
     "messages": [{"role": "user", "content": "What is the weather in Lima?"}],
-    "tools": [
-        {
-            "type": "function",
-            "function": {
-                "name": "get_weather",
-                "parameters": {
-                    "type": "object",
-                    "properties": {
-                        "city": {"type": "string", "enum": ["Paris", "Tokyo", "Lima"]},
-                        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-                    },
-                    "required": ["city", "unit"],
-                    "additionalProperties": False,
-                },
-            },
-        }
-    ],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER}}],
     "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
     "max_tokens": 96,
     "temperature": 0,
@@ -45,12 +34,7 @@ def test_the_engine_schedules_asynchronously(asynchronous):
 
 
 def test_greedy_answers_equal_the_targets_across_every_range_of_the_schedule(asynchronous, plain):
-    restarts = asynchronous.metric("serving_engine_restarts_total")
-    answers, spans = staggered(asynchronous.url)
-    assert most_at_once(spans) >= SCHEDULE[-1][0], spans
-    for index, answer in enumerate(answers):
-        assert answer == tokens(plain.url, payload(index)), f"prompt {index} differs"
-    assert asynchronous.metric("serving_engine_restarts_total") == restarts
+    assert_greedy_answers_equal_across_the_schedule(asynchronous, plain, SCHEDULE)
 
 
 def test_one_request_alone_drafts_the_largest_k_and_drafts_are_accepted(asynchronous):

@@ -7,20 +7,19 @@ engine: "shape '[-1, 3]' is invalid for input of size 133")."""
 from __future__ import annotations
 
 from tests.support.containers import SCHEDULED_CONFIG
-from tests.support.schedule_load import most_at_once, payload, staggered, tokens
+from tests.support.schedule_load import (
+    assert_greedy_answers_equal_across_the_schedule,
+    payload,
+    staggered,
+    tokens,
+)
 
 SCHEDULE = SCHEDULED_CONFIG["num_speculative_tokens_per_batch_size"]
 LARGEST_K = SCHEDULED_CONFIG["num_speculative_tokens"]
 
 
 def test_greedy_answers_equal_the_targets_across_every_range_of_the_schedule(scheduled, plain):
-    restarts = scheduled.metric("serving_engine_restarts_total")
-    answers, spans = staggered(scheduled.url)
-    # The test means something only if the batch went past the last range's start.
-    assert most_at_once(spans) >= SCHEDULE[-1][0], spans
-    for index, answer in enumerate(answers):
-        assert answer == tokens(plain.url, payload(index)), f"prompt {index} differs"
-    assert scheduled.metric("serving_engine_restarts_total") == restarts
+    assert_greedy_answers_equal_across_the_schedule(scheduled, plain, SCHEDULE)
 
 
 def test_one_request_alone_drafts_the_largest_k(scheduled):

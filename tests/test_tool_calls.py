@@ -12,15 +12,8 @@ import httpx
 import jsonschema
 import pytest
 
-WEATHER = {
-    "type": "object",
-    "properties": {
-        "city": {"type": "string", "enum": ["Paris", "Tokyo", "Lima"]},
-        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-    },
-    "required": ["city", "unit"],
-    "additionalProperties": False,
-}
+from tests.support.schemas import WEATHER
+
 TOOLS = [
     {
         "type": "function",

@@ -69,3 +69,15 @@ def staggered(url: str) -> tuple[list[list[int] | None], list[tuple[float, float
 
 def most_at_once(spans: list[tuple[float, float]]) -> int:
     return max(sum(start <= moment < end for start, end in spans) for moment, _ in spans)
+
+
+def assert_greedy_answers_equal_across_the_schedule(engine, plain, schedule: list) -> None:
+    """The staggered load on `engine` (a K schedule), each answer against the target alone
+    (`plain`), and no engine restart meanwhile."""
+    restarts = engine.metric("serving_engine_restarts_total")
+    answers, spans = staggered(engine.url)
+    # It means something only if the batch went past the last range's start.
+    assert most_at_once(spans) >= schedule[-1][0], spans
+    for index, answer in enumerate(answers):
+        assert answer == tokens(plain.url, payload(index)), f"prompt {index} differs"
+    assert engine.metric("serving_engine_restarts_total") == restarts

@@ -11,3 +11,14 @@ CITY = {
     "required": ["city", "sunny"],
     "additionalProperties": False,
 }
+
+# A tool's arguments, bounded the same way (tests/test_tool_calls.py and the agent tests).
+WEATHER = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "enum": ["Paris", "Tokyo", "Lima"]},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+    },
+    "required": ["city", "unit"],
+    "additionalProperties": False,
+}
