@@ -28,11 +28,16 @@ def main(argv: list[str] | None = None) -> int:
     image.add_argument("--opt-ml-root", type=Path, default=Path("build/opt_ml_quick"))
     image.add_argument("--report", type=Path, default=Path("build/gpu-check.md"))
     image.add_argument("--host", action="store_true", help="the venv's vLLM, not the image")
+    image.add_argument(
+        "--enforce-eager", action="store_true", help="no compile, no CUDA graphs (a fallback)"
+    )
     args = parser.parse_args(argv)
     if args.command == "image":
         from gpu_check import image_check
 
-        return image_check.main(args.image, args.opt_ml_root.resolve(), args.report, args.host)
+        return image_check.main(
+            args.image, args.opt_ml_root.resolve(), args.report, args.host, args.enforce_eager
+        )
     from gpu_check import kernels as kernel_check
 
     only = tuple(args.only or kernel_check.KERNELS)

@@ -261,7 +261,9 @@ def kernel_check_here() -> tuple[int, str]:
     return ran.returncode, (ran.stdout + ran.stderr).strip()
 
 
-def main(image: str | None, opt_ml_root: Path, report_path: Path, host: bool) -> int:
+def main(
+    image: str | None, opt_ml_root: Path, report_path: Path, host: bool, enforce_eager: bool
+) -> int:
     from harness.docker import DockerContainer
     from harness.host import HostContainer, host_environment
 
@@ -282,11 +284,11 @@ def main(image: str | None, opt_ml_root: Path, report_path: Path, host: bool) ->
         log_path = report_path.parent / f"gpu-check-{len(outcomes)}.log"
         if host:
             env = host_environment(
-                enforce_eager=False, SERVING_TEST_CPU_ASYNC_SCHEDULING="1", **settings
+                enforce_eager=enforce_eager, SERVING_TEST_CPU_ASYNC_SCHEDULING="1", **settings
             )
             container = HostContainer(f"gpu-check-{len(outcomes)}", env, log_path=log_path)
         else:
-            env = host_environment(enforce_eager=False, **settings)
+            env = host_environment(enforce_eager=enforce_eager, **settings)
             run_args = ("--gpus", "all", "--shm-size", "1g")
             container = DockerContainer(
                 f"gpu-check-{len(outcomes)}", env, image, docker, opt_ml_root,
@@ -298,7 +300,9 @@ def main(image: str | None, opt_ml_root: Path, report_path: Path, host: bool) ->
     passed = verdict(outcomes, kernels_exit)
     header = (
         f"## GPU check: {'PASS' if passed else 'FAIL'} "
-        f"({'the venv' if host else image}, {opt_ml_root.name}, {time.strftime('%Y-%m-%d')})"
+        f"({'the venv' if host else image}, {opt_ml_root.name}, "
+        f"{'eager' if enforce_eager else 'compiled, CUDA graphs where there is a GPU'}, "
+        f"{time.strftime('%Y-%m-%d')})"
     )
     text = report(outcomes, kernels, header)
     report_path.parent.mkdir(parents=True, exist_ok=True)
