@@ -56,7 +56,11 @@ WEATHER_TOOL = {
         "description": "The weather in a city",
         "parameters": {
             "type": "object",
-            "properties": {"city": {"type": "string"}, "unit": {"enum": ["C", "F"]}},
+            # Every value bounded, so the grammar ends the call whatever a tiny model says.
+            "properties": {
+                "city": {"enum": ["Paris", "Tokyo", "Lima"]},
+                "unit": {"enum": ["C", "F"]},
+            },
             "required": ["city", "unit"],
         },
     },
@@ -112,8 +116,16 @@ def tool_call(http: Any, url: str) -> str:
     calls = answer.json()["choices"][0]["message"].get("tool_calls") or []
     if not calls:
         return "no tool call"
-    arguments = json.loads(calls[0]["function"]["arguments"])
-    valid = set(arguments) == {"city", "unit"} and arguments["unit"] in ("C", "F")
+    try:
+        arguments = json.loads(calls[0]["function"]["arguments"])
+    except ValueError:
+        return f"INVALID JSON: {calls[0]['function']['arguments'][:200]!r}"
+    valid = (
+        isinstance(arguments, dict)
+        and set(arguments) == {"city", "unit"}
+        and arguments["city"] in ("Paris", "Tokyo", "Lima")
+        and arguments["unit"] in ("C", "F")
+    )
     return f"{'valid' if valid else 'INVALID'}: {calls[0]['function']['name']}({arguments})"
 
 
