@@ -186,9 +186,9 @@ local-runtime: setup
 		$(if $(SHADOW_PORT),--shadow-container-url http://127.0.0.1:$(SHADOW_PORT) --shadow-sample $(SHADOW_SAMPLE))
 
 lint: setup
-	$(VENV)/bin/ruff check serving bench image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches
-	$(VENV)/bin/ruff format --check serving bench image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches
-	$(VENV)/bin/hadolint Dockerfile docker/cpu-base/Dockerfile
+	$(VENV)/bin/ruff check serving gpu_check bench image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches
+	$(VENV)/bin/ruff format --check serving gpu_check bench image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches
+	$(VENV)/bin/hadolint Dockerfile docker/cpu-base/Dockerfile docker/gpu-standin-base/Dockerfile
 
 # The image targets start a container engine when none runs (as root on Debian/Ubuntu) and,
 # when no registry answers, make debian:bookworm-slim with debootstrap; see image_build/.
@@ -245,8 +245,8 @@ image-test: image-cpu image-train-cpu trained-model quick-model
 		--deselect tests/test_self_healing.py::test_a_restart_that_fails_ends_the_container_and_says_why
 
 format: setup
-	$(VENV)/bin/ruff format serving bench image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches
-	$(VENV)/bin/ruff check --fix serving bench image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches
+	$(VENV)/bin/ruff format serving gpu_check bench image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches
+	$(VENV)/bin/ruff check --fix serving gpu_check bench image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches
 
 clean:
 	rm -rf build .pytest_cache

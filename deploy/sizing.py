@@ -12,8 +12,10 @@ startup 910 s. The 600 s base is an estimate, not a measurement on a GPU: vLLM 0
 the target and the P-EAGLE head with torch.compile (minutes for a 30B MoE on first start,
 per vLLM's compilation docs; cached after), captures piecewise CUDA graphs for both, and
 warms its Triton kernels; `make gpu-check` measures a cold start on a GPU box. Where a start
-outruns it, SM_VLLM_ENFORCE_EAGER=true skips compile and graphs (slower serving). The volume holds the model twice over (the download and vLLM's caches) plus
-20 GB for the image's scratch, clamped to SageMaker's 1..512 GB.
+outruns it, SM_VLLM_ENFORCE_EAGER=true skips compile and graphs (slower serving).
+
+The volume holds the model twice over (the download and vLLM's caches) plus 20 GB for the
+image's scratch, clamped to SageMaker's 1..512 GB.
 """
 
 from __future__ import annotations
