@@ -31,6 +31,17 @@ UPSTREAM = {
         "NotImplementedError",
     ),
 }
+# The trained demo target's own limit, not a client's or the container's: the case, what
+# happens, and the error it must end in on both containers alike (P-EAGLE and the target
+# alone still agree). Seen from 2026-11-28 with that day's fresh set-up; it fails the same at
+# 7ac16a9, before the GPU-path work. An entry that starts passing fails: drop it then.
+DEMO_TARGET_GAPS = {
+    "agent": (
+        "Strands' streamed round trip: after reading the tool's answer, the demo target's "
+        "reply runs past max_tokens (the unstreamed case ends its turn)",
+        "MaxTokensReachedException",
+    ),
+}
 # Each client: its environment, its script, and whether it calls the local runtime or /v1.
 CLIENTS = {
     "strands agents": ("strands", "strands_calls.py", "runtime"),
@@ -58,6 +69,11 @@ def outcomes(results: dict) -> dict[str, dict]:
             assert "error" in result, f"{case} works now: drop it from UPSTREAM ({result})"
             assert UPSTREAM[case][1] in result["error"], result
             continue
+        if case in DEMO_TARGET_GAPS:
+            assert "error" in result, f"{case} works now: drop it from DEMO_TARGET_GAPS"
+            assert DEMO_TARGET_GAPS[case][1] in result["error"], result
+            found[case] = {"error": DEMO_TARGET_GAPS[case][1]}
+            continue
         assert "text" in result, f"{case}: {result.get('trace') or result}"
         found[case] = json.loads(result["text"])
     return found
@@ -76,6 +92,7 @@ def test_the_agent_client_calls_the_tool_as_the_target_alone_would(client, urls)
     alone = run_calls(env, script, urls[target]["plain"], ENDPOINT, MAX_TOKENS)
     fast, slow = outcomes(with_peagle), outcomes(alone)
     assert fast == slow
+    fast = {case: outcome for case, outcome in fast.items() if "error" not in outcome}
     for case, outcome in fast.items():
         # Every case asks about the weather in a city the tool knows: the demo target calls
         # it, under auto too (it learned its template's tool syntax).
