@@ -32,14 +32,17 @@ def is_cuda_build() -> bool:
     return False
 
 
+def hides_every_gpu(environ: Mapping[str, str]) -> bool:
+    hidden = environ.get("CUDA_VISIBLE_DEVICES")
+    return hidden is not None and hidden.strip().lower() in HIDING_VALUES
+
+
 def visible_gpus(environ: Mapping[str, str], device_dir: Path = DEVICE_DIR) -> list[str]:
     """The NVIDIA GPU devices this container has (`nvidia0`, ...), less any that
     CUDA_VISIBLE_DEVICES hides."""
-    devices = sorted(p.name for p in device_dir.glob("nvidia[0-9]*"))
-    hidden = environ.get("CUDA_VISIBLE_DEVICES")
-    if hidden is not None and hidden.strip().lower() in HIDING_VALUES:
+    if hides_every_gpu(environ):
         return []
-    return devices
+    return sorted(p.name for p in device_dir.glob("nvidia[0-9]*"))
 
 
 def check_gpu_present(
@@ -54,7 +57,7 @@ def check_gpu_present(
         return
     where = (
         "CUDA_VISIBLE_DEVICES hides every GPU"
-        if environ.get("CUDA_VISIBLE_DEVICES", "x").strip().lower() in HIDING_VALUES
+        if hides_every_gpu(environ)
         else f"no {device_dir}/nvidia0"
     )
     if serving:
