@@ -61,9 +61,10 @@ def trained_hash(recipe_name: str = "trained") -> str:
     import transformers
 
     from model_data_sources.corpus import corpus_hash
+    from model_data_sources.grammar import SERVED
 
     versions = [module.__version__ for module in (torch, transformers, tokenizers, safetensors)]
-    parts = [recipe_name, source_hash(), *versions, corpus_hash()]
+    parts = [recipe_name, source_hash(), *versions, corpus_hash(), json.dumps(SERVED)]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 

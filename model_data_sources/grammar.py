@@ -1,10 +1,11 @@
 """The target's answers to JSON questions as vLLM serves them: decoded greedily under the JSON
 schema's grammar, compiled as the container's vLLM compiles a `response_format` (xgrammar,
-`disable_any_whitespace`: no free whitespace, separators `,` and `:`).
+whitespace bounded by the container's `max_whitespace_cnt`, serving/engine_args/agents.py).
 
-The heads learn from these answers, token by token as the grammar let them through, and not
-from the target's free choice at each position: a head that learned the target's free habit
-(a space after `:`) drafts what the grammar refuses.
+The heads learn from these answers, token by token as the grammar let them through. Where the
+target's own choice is valid JSON for the schema (its `", "`, its indentation up to the bound)
+that is its free choice; where the grammar refuses it, the heads learn the token the grammar
+let through instead, as they will be asked to draft it.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ import xgrammar as xgr
 from tqdm import tqdm
 from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
 
-# vllm/v1/structured_output/backend_xgrammar.py, with disable_any_whitespace.
-SEPARATORS = (",", ":")
+from serving.engine_args.agents import STRUCTURED_OUTPUTS
+
+# The structured-outputs config the container starts vLLM with: the trained pair's build
+# key holds it, so a new bound retrains the heads.
+SERVED = STRUCTURED_OUTPUTS
 
 
 def compile_schemas(
@@ -28,8 +32,12 @@ def compile_schemas(
     )
     compiler = xgr.GrammarCompiler(info, max_threads=1)
     return [
+        # vllm/v1/structured_output/backend_xgrammar.py with max_whitespace_cnt
+        # (vllm_patches/json_whitespace_bound.py).
         compiler.compile_json_schema(
-            json.dumps(schema), any_whitespace=False, separators=SEPARATORS
+            json.dumps(schema),
+            any_whitespace=True,
+            max_whitespace_cnt=SERVED["max_whitespace_cnt"],
         )
         for schema in schemas
     ]

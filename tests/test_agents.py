@@ -66,7 +66,7 @@ def test_the_chosen_parser_turns_on_auto_tool_choice_with_schema_bound_arguments
     assert flags[:3] == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
     assert flags[flags.index("--tool-strict-level") + 1] == "parameter"
     outputs = json.loads(flags[flags.index("--structured-outputs-config") + 1])
-    assert outputs == {"backend": "xgrammar", "disable_any_whitespace": True}
+    assert outputs == {"backend": "xgrammar", "max_whitespace_cnt": 16}
     assert "hermes" in agents.summary and "'<tool_call>'" in agents.summary
 
 
@@ -106,12 +106,26 @@ def test_a_parser_the_template_cannot_write_is_refused_with_the_fix(tmp_path):
     assert "Set it to hermes" in problem
 
 
-def test_whitespace_control_without_its_backend_is_refused_before_the_engine(tmp_path):
-    environ = {"SM_VLLM_STRUCTURED_OUTPUTS_CONFIG": '{"disable_any_whitespace": true}'}
+@pytest.mark.parametrize(
+    "config",
+    ['{"disable_any_whitespace": true}', '{"backend": "guidance", "max_whitespace_cnt": 4}'],
+)
+def test_whitespace_control_without_its_backend_is_refused_before_the_engine(tmp_path, config):
+    environ = {"SM_VLLM_STRUCTURED_OUTPUTS_CONFIG": config}
     problems: list[str] = []
     agent_flags(environ, model_dir(tmp_path, HERMES), problems)
     (problem,) = problems
     assert "SM_VLLM_STRUCTURED_OUTPUTS_CONFIG" in problem and '"backend": "xgrammar"' in problem
+
+
+@pytest.mark.parametrize("bound", ["0", "-2", "2.5", '"16"', "true"])
+def test_a_whitespace_bound_that_is_not_a_positive_count_is_refused(tmp_path, bound):
+    config = f'{{"backend": "xgrammar", "max_whitespace_cnt": {bound}}}'
+    environ = {"SM_VLLM_STRUCTURED_OUTPUTS_CONFIG": config}
+    problems: list[str] = []
+    agent_flags(environ, model_dir(tmp_path, HERMES), problems)
+    (problem,) = problems
+    assert "max_whitespace_cnt" in problem and "at least 1" in problem
 
 
 def test_settings_carry_the_flags_and_refuse_a_bad_switch(tmp_path):

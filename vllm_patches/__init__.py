@@ -88,12 +88,12 @@ def patches() -> list[Patch]:
     from vllm_patches import (
         draft_tokens_per_position,
         drafts_before_outputs,
+        json_whitespace_bound,
         parallel_drafting_dynamic_k,
-        structural_tag_whitespace,
     )
 
     return [
-        structural_tag_whitespace.PATCH,
+        *json_whitespace_bound.PATCHES,
         parallel_drafting_dynamic_k.PATCH,
         draft_tokens_per_position.PATCH,
         drafts_before_outputs.PATCH,

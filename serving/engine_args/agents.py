@@ -11,11 +11,16 @@ arguments that follow their schema, and JSON answers that end.
   model's arguments can break the function's schema; --tool-strict-level parameter holds
   every call to its schema, as if each tool said `"strict": true`. SM_VLLM_TOOL_STRICT_LEVEL
   overrides it (auto, function, parameter).
-- JSON that ends. Guided JSON allows any whitespace between tokens, and a model that
-  prefers newlines writes them until max_tokens; xgrammar with disable_any_whitespace
-  allows none. SM_VLLM_STRUCTURED_OUTPUTS_CONFIG replaces it ({"backend": "xgrammar"} allows
-  the whitespace again); vLLM accepts disable_any_whitespace only with the xgrammar or
-  guidance backend named, which is checked here rather than by an engine that exits with 2.
+- JSON as the model writes it, and that ends. Guided JSON allows any whitespace between
+  tokens, and a model that prefers newlines writes them until max_tokens; vLLM's
+  disable_any_whitespace allows none, so every answer leaves the model's own `", "` and
+  `": "` at its first separator. The container bounds it instead: at most
+  JSON_MAX_WHITESPACE characters in each gap between JSON tokens (xgrammar's
+  max_whitespace_cnt, exposed by vllm_patches/json_whitespace_bound.py), enough for the
+  models' separators and indentation, and no run. SM_VLLM_STRUCTURED_OUTPUTS_CONFIG
+  replaces it; vLLM accepts disable_any_whitespace only with the xgrammar or guidance
+  backend named and max_whitespace_cnt only with xgrammar, which is checked here rather
+  than by an engine that exits with 2.
 """
 
 from __future__ import annotations
@@ -37,8 +42,16 @@ from serving.variables import (
 
 OFF = "none"
 STRICT_LEVEL = "parameter"
-STRUCTURED_OUTPUTS = {"backend": "xgrammar", "disable_any_whitespace": True}
-WHITESPACE_BACKENDS = ("xgrammar", "guidance")
+# Whitespace characters allowed in each gap between JSON tokens: the models' ", " and ": ", and
+# a newline with indentation three levels deep at four spaces, seven at two (the demo pair's
+# heads learn their JSON answers under it too: model_data_sources/grammar.py).
+JSON_MAX_WHITESPACE = 16
+STRUCTURED_OUTPUTS = {"backend": "xgrammar", "max_whitespace_cnt": JSON_MAX_WHITESPACE}
+# The backends vLLM accepts each whitespace setting with.
+WHITESPACE_BACKENDS = {
+    "disable_any_whitespace": ("xgrammar", "guidance"),
+    "max_whitespace_cnt": ("xgrammar",),
+}
 
 
 @dataclass(frozen=True)
@@ -110,21 +123,31 @@ def structured_outputs(environ: Mapping[str, str], problems: list[str]) -> tuple
     raw = value_of(environ, STRUCTURED_OUTPUTS_CONFIG_VAR)
     if raw is None:
         flags = ["--structured-outputs-config", json.dumps(STRUCTURED_OUTPUTS)]
-        return flags, "JSON answers by xgrammar without free whitespace"
+        return flags, (
+            f"JSON answers by xgrammar with at most {JSON_MAX_WHITESPACE} whitespace "
+            "characters between tokens"
+        )
     try:
         config = json.loads(raw)
     except ValueError:
         return [], f"structured outputs as {STRUCTURED_OUTPUTS_CONFIG_VAR} says"
-    if (
-        isinstance(config, dict)
-        and config.get("disable_any_whitespace")
-        and config.get("backend") not in WHITESPACE_BACKENDS
-    ):
+    if not isinstance(config, dict):
+        return [], f"structured outputs as {STRUCTURED_OUTPUTS_CONFIG_VAR} says"
+    backend = config.get("backend", "auto")
+    for setting, backends in WHITESPACE_BACKENDS.items():
+        if config.get(setting) not in (None, False) and backend not in backends:
+            problems.append(
+                f"{STRUCTURED_OUTPUTS_CONFIG_VAR} sets {setting} with backend {backend!r}; "
+                f"vLLM allows it only with the {' or '.join(backends)} backend. Add "
+                '"backend": "xgrammar", or leave the variable unset (the container\'s '
+                f"default is {json.dumps(STRUCTURED_OUTPUTS)})."
+            )
+    bound = config.get("max_whitespace_cnt")
+    if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int) or bound < 1):
         problems.append(
-            f"{STRUCTURED_OUTPUTS_CONFIG_VAR} sets disable_any_whitespace with backend "
-            f"{config.get('backend', 'auto')!r}; vLLM allows it only with the xgrammar or "
-            f'guidance backend. Add "backend": "xgrammar", or leave the variable unset '
-            "(the container's default is exactly that)."
+            f"{STRUCTURED_OUTPUTS_CONFIG_VAR} sets max_whitespace_cnt to {bound!r}; it is the "
+            "number of whitespace characters allowed between JSON tokens, a whole number of "
+            f"at least 1 (the container's default is {JSON_MAX_WHITESPACE})."
         )
     return [], f"structured outputs as {STRUCTURED_OUTPUTS_CONFIG_VAR} says"
 
