@@ -13,6 +13,8 @@
   fault       engine stalled and killed, host and image: time to /ping 503 and back to 200
   retrain     capture a prose workload, fine-tune the P-EAGLE head on it, compare both heads
   ab          one configuration with two environments side by side (the cost of a setting)
+  fidelity    constrained tool calls and JSON against the target's free answers, with no
+              whitespace allowed (vLLM's disable_any_whitespace) and with the container's bound
   train-head  the training image on a captured prose workload; its head beside the demo's
   shadow      head rollout rehearsal: a random head as the shadow, compare's verdict, and
               the production latency with a shadow attached
@@ -34,6 +36,7 @@ from bench.commands import (
     crosscheck,
     crossover,
     fault,
+    fidelity,
     image,
     load,
     overhead,
@@ -47,7 +50,7 @@ from bench.commands import (
 
 COMMANDS = (
     run, sweep, crossover, overhead, crosscheck, load, coldstart, image, fault, retrain, ab,
-    shadow, train_head, transform,
+    fidelity, shadow, train_head, transform,
 )  # fmt: skip
 
 

@@ -29,7 +29,6 @@ class Skip(StrEnum):
     ERROR_STATUS = "error_status"  # not answered with 200, or the answer is an error
     NOT_CHAT = "not_chat"  # not a chat-completions request and answer
     NO_ANSWER = "no_answer"  # the answer has no assistant text
-    TOOL_CALLS = "tool_calls"  # tool messages or tool calls: not plain chat
     UNKNOWN_ROLE = "unknown_role"
     NON_TEXT_CONTENT = "non_text_content"  # images, audio, files
     SHORT_ANSWER = "short_answer"  # under --min-answer-chars

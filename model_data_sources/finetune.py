@@ -33,6 +33,7 @@ from model_data_sources.trained import (
     split,
     write_head,
 )
+from training.chat_render import Chat, messages_of, render_ids, tools_of
 
 
 @dataclass(frozen=True)
@@ -45,20 +46,27 @@ class FinetuneRecipe:
     lr: float = 1e-3
 
 
-def captured_prompts(training_set: Path) -> list[list[dict]]:
-    """Each conversation's messages up to (not including) the final assistant answer."""
+def captured_prompts(training_set: Path) -> list[Chat]:
+    """Each conversation up to (not including) the final assistant answer, with its tools: an
+    agent session's call, its result, and the turn after it are each a record of their own."""
     prompts = []
     for line in training_set.read_text().splitlines():
-        messages = json.loads(line)["messages"]
+        record = json.loads(line)
+        messages = record["messages"]
         if messages and messages[-1]["role"] == "assistant":
-            prompts.append(messages[:-1])
+            prompts.append({**record, "messages": messages[:-1]})
     return prompts
 
 
-def chat_prompt_ids(tokenizer, messages: list[dict]) -> list[int]:
-    """The prompt's tokens as vLLM's chat route makes them: the template, then the text."""
-    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    return tokenizer(text, add_special_tokens=False)["input_ids"]
+def chat_prompt_ids(tokenizer, chat: Chat) -> list[int]:
+    """The prompt's tokens as vLLM's chat route makes them (training/chat_render.py)."""
+    return render_ids(tokenizer, messages_of(chat), tools_of(chat), add_generation_prompt=True)
+
+
+def prompt_limit(recipe: Recipe, chat: Chat) -> int:
+    """The longest prompt kept: tool schemas are long in this small vocabulary, and the
+    demo head learned tool-use prompts up to its window, as it did here."""
+    return recipe.window if tools_of(chat) else recipe.max_prompt_tokens
 
 
 def load_head(head_dir: Path, recipe: Recipe) -> DraftHead:
@@ -138,8 +146,11 @@ def finetune(
             f"{training_set} holds {len(conversations)} conversations; fine-tuning needs more "
             f"than {tune.eval_prompts} (capture more requests)."
         )
-    captured = [chat_prompt_ids(tokenizer, messages) for messages in conversations]
-    captured = [prompt for prompt in captured if len(prompt) <= recipe.max_prompt_tokens]
+    captured = [
+        prompt
+        for chat in conversations
+        if len(prompt := chat_prompt_ids(tokenizer, chat)) <= prompt_limit(recipe, chat)
+    ]
     replay = [
         tokenizer(chat_text(sample, with_answer=False), add_special_tokens=False)["input_ids"]
         for sample in build_corpus(SEED, recipe.prompts).prompt_samples[: tune.replay_prompts]

@@ -17,6 +17,7 @@ from typing import Any
 
 from serving.metrics import ACCEPTED, ACCEPTED_PER_POSITION, DRAFTS
 from training import cpu_shims
+from training.chat_render import Chat, messages_of, tools_of
 
 MAX_TOKENS = 64
 
@@ -43,7 +44,7 @@ def figures(prompts: int, drafts: float, accepted: float, by_position: list[floa
 
 
 def measure(
-    target: Path, head: Path, k: int, prompt_sets: dict[str, list[list[dict]]]
+    target: Path, head: Path, k: int, prompt_sets: dict[str, list[Chat]]
 ) -> dict[str, dict]:
     if cpu_shims.needed():
         cpu_shims.offline_vllm_in_one_process()
@@ -64,7 +65,12 @@ def measure(
     measured = {}
     before = counters(llm)
     for name, prompts in prompt_sets.items():
-        llm.chat(prompts, sampling, use_tqdm=False)
+        # One call per tool set: LLM.chat renders every prompt of a call with the same tools.
+        by_tools: dict[str, list[list[dict]]] = {}
+        for prompt in prompts:
+            by_tools.setdefault(json.dumps(tools_of(prompt)), []).append(messages_of(prompt))
+        for tools, group in by_tools.items():
+            llm.chat(group, sampling, use_tqdm=False, tools=json.loads(tools))
         after = counters(llm)
         positions = [now - then for now, then in zip_longest(after[2], before[2], fillvalue=0)]
         measured[name] = figures(

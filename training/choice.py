@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from training import keep_start
+from training.chat_render import Chat
 from training.contract import (
     HEAD_CONFIG,
     HEAD_WEIGHTS,
@@ -34,7 +35,7 @@ from training.contract import (
 from training.steps import log
 
 HEAD_FILES = (HEAD_CONFIG, HEAD_WEIGHTS)
-Prompts = list[list[dict[str, Any]]]
+Prompts = list[Chat]  # each cut before its first answer
 
 
 def checkpoints_to_try(save_dir: Path) -> list[Path]:
@@ -66,13 +67,14 @@ def export_head(checkpoint: Path, head: Path, verifier: str) -> dict[str, Any]:
     return json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
 
 
-def held_out_prompts(conversations: list[list[dict[str, Any]]], count: int) -> Prompts:
-    """Each held-out conversation up to its first assistant answer: what a user sent."""
+def held_out_prompts(conversations: list[Chat], count: int) -> Prompts:
+    """Each held-out conversation up to its first assistant answer, with its tools: what a
+    user sent."""
     prompts = []
-    for messages in conversations[:count]:
-        for turn, message in enumerate(messages):
+    for chat in conversations[:count]:
+        for turn, message in enumerate(chat["messages"]):
             if message.get("role") == "assistant" and turn > 0:
-                prompts.append(messages[:turn])
+                prompts.append({**chat, "messages": chat["messages"][:turn]})
                 break
     return prompts
 

@@ -20,9 +20,9 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from training import cpu_shims
+from training.chat_render import Chat
 from training.rows import Row
 from training.steps import run_step
 
@@ -84,7 +84,7 @@ def vllm_server(target: Path, log: Path) -> Iterator[str]:
 
 def regenerate(
     target: Path,
-    conversations: list[list[dict[str, Any]]],
+    conversations: list[Chat],
     work: Path,
     max_tokens: int,
     max_length: int,
@@ -92,7 +92,7 @@ def regenerate(
     """The conversations' user turns answered again by the target, greedy, as rows."""
     work.mkdir(parents=True, exist_ok=True)
     given = work / "conversations.jsonl"
-    lines = [json.dumps({"messages": messages}) + "\n" for messages in conversations]
+    lines = [json.dumps(chat) + "\n" for chat in conversations]
     given.write_text("".join(lines))
     answered = work / "regenerated.jsonl"
     answered.unlink(missing_ok=True)

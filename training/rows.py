@@ -1,7 +1,9 @@
 """Training rows from captured conversations: one row per assistant turn, the conversation up
-to and including it tokenized with the target's own chat template, the loss on the answer's
-tokens only. Rows come in the format speculators' prepare-data passes through as it is
-(`input_ids`, `loss_mask`), so no render server is needed.
+to and including it tokenized with the target's own chat template and the request's tools, as
+vLLM rendered it for serving (chat_render.py), the loss on the answer's tokens only. An agent
+session's turns that call tools are rows too: the calls are what the head will draft. Rows
+come in the format speculators' prepare-data passes through as it is (`input_ids`,
+`loss_mask`), so no render server is needed.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from training.chat_render import Chat, render_ids, tools_of
 from training.contract import ContractError
 
 
@@ -25,9 +28,9 @@ class Row:
         return {"input_ids": self.input_ids, "loss_mask": self.loss_mask}
 
 
-def conversations(channel: Path) -> Iterator[list[dict[str, Any]]]:
-    """The `messages` of every JSONL line in the channel (capture export's train.openai.jsonl,
-    or any file of OpenAI chat records)."""
+def conversations(channel: Path) -> Iterator[Chat]:
+    """Every JSONL line of the channel with `messages` (capture export's train.openai.jsonl,
+    or any file of OpenAI chat records), with its `tools` when it has them."""
     files = sorted(channel.glob("*.jsonl"))
     if not files:
         raise ContractError(
@@ -44,24 +47,17 @@ def conversations(channel: Path) -> Iterator[list[dict[str, Any]]]:
                 raise ContractError(f"{path.name} line {number} is not JSON.") from None
             messages = record.get("messages") if isinstance(record, dict) else None
             if isinstance(messages, list) and messages:
-                yield messages
+                tools = tools_of(record)
+                yield {"messages": messages, **({"tools": tools} if tools else {})}
 
 
-def token_ids(encoded: Any) -> list[int]:
-    # transformers 5 returns a BatchEncoding from apply_chat_template(tokenize=True).
-    return list(encoded["input_ids"] if hasattr(encoded, "keys") else encoded)
-
-
-def rows_of(tokenizer: Any, messages: list[dict[str, Any]], max_length: int) -> Iterator[Row]:
+def rows_of(tokenizer: Any, chat: Chat, max_length: int) -> Iterator[Row]:
+    messages, tools = chat["messages"], tools_of(chat)
     for turn, message in enumerate(messages):
         if message.get("role") != "assistant" or turn == 0:
             continue
-        prompt = token_ids(
-            tokenizer.apply_chat_template(
-                messages[:turn], add_generation_prompt=True, tokenize=True
-            )
-        )
-        whole = token_ids(tokenizer.apply_chat_template(messages[: turn + 1], tokenize=True))
+        prompt = render_ids(tokenizer, messages[:turn], tools, add_generation_prompt=True)
+        whole = render_ids(tokenizer, messages[: turn + 1], tools)
         if whole[: len(prompt)] != prompt or len(whole) <= len(prompt):
             continue  # a template that rewrites earlier turns: no clean answer span
         whole = whole[:max_length]
@@ -70,31 +66,30 @@ def rows_of(tokenizer: Any, messages: list[dict[str, Any]], max_length: int) -> 
             yield Row(whole, [0] * len(prompt) + [1] * answer_tokens)
 
 
-def is_held_out(messages: list[dict[str, Any]], fraction: float, seed: int) -> bool:
-    """A stable split by the conversation's content: the same rows are held out on a retry."""
-    digest = hashlib.sha256(f"{seed}:{json.dumps(messages, sort_keys=True)}".encode()).digest()
+def is_held_out(chat: Chat, fraction: float, seed: int) -> bool:
+    """A stable split by the conversation's messages: the same rows are held out on a retry."""
+    text = json.dumps(chat["messages"], sort_keys=True)
+    digest = hashlib.sha256(f"{seed}:{text}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
 
 @dataclass(frozen=True)
 class Split:
-    train: list[list[dict[str, Any]]]  # conversations to learn from
-    held_out: list[list[dict[str, Any]]]  # conversations whose prompts measure acceptance
+    train: list[Chat]  # conversations to learn from
+    held_out: list[Chat]  # conversations whose prompts measure acceptance
 
 
 def split(channel: Path, fraction: float, seed: int) -> Split:
-    train: list[list[dict[str, Any]]] = []
-    held_out: list[list[dict[str, Any]]] = []
-    for messages in conversations(channel):
-        (held_out if is_held_out(messages, fraction, seed) else train).append(messages)
+    train: list[Chat] = []
+    held_out: list[Chat] = []
+    for chat in conversations(channel):
+        (held_out if is_held_out(chat, fraction, seed) else train).append(chat)
     return Split(train, held_out)
 
 
-def tokenized(
-    tokenizer: Any, conversations: list[list[dict[str, Any]]], max_length: int
-) -> list[Row]:
+def tokenized(tokenizer: Any, conversations: list[Chat], max_length: int) -> list[Row]:
     """Rows of the conversations' own answers."""
-    return [row for messages in conversations for row in rows_of(tokenizer, messages, max_length)]
+    return [row for chat in conversations for row in rows_of(tokenizer, chat, max_length)]
 
 
 def no_rows(train_dir: Path) -> ContractError:

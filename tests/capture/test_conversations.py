@@ -1,7 +1,9 @@
-"""One exchange as a training conversation: roles and text only, and the answer last."""
+"""One exchange as a training conversation in the OpenAI chat form, the answer last: text,
+tool calls, tool results and reasoning."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -76,21 +78,108 @@ def test_developer_is_a_system_message() -> None:
     assert found.messages[0] == {"role": "system", "content": "Be brief."}
 
 
+CALL = {
+    "id": "chatcmpl-tool-1",
+    "type": "function",
+    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+}
+
+
+def test_an_agent_session_is_kept_whole() -> None:
+    """A call, its result, and the answer that called the next tool: every turn is kept, in
+    the OpenAI chat form, with the request's tools."""
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+    request = {
+        **with_messages(
+            {"role": "user", "content": "Weather in Paris, then Lima?"},
+            {"role": "assistant", "content": None, "tool_calls": [CALL]},
+            {"role": "tool", "tool_call_id": "chatcmpl-tool-1", "content": '{"sky": "clear"}'},
+        ),
+        "tools": tools,
+        "tool_choice": "required",
+    }
+    lima = {**CALL, "id": "chatcmpl-tool-2"}
+    lima["function"] = {"name": "get_weather", "arguments": '{"city": "Lima"}'}
+    found = conversation(request, chat_answer(None, tool_calls=[lima]))
+    assert found.messages == (
+        {"role": "user", "content": "Weather in Paris, then Lima?"},
+        {"role": "assistant", "content": "", "tool_calls": [CALL]},
+        {"role": "tool", "content": '{"sky": "clear"}', "tool_call_id": "chatcmpl-tool-1"},
+        {"role": "assistant", "content": "", "tool_calls": [lima]},
+    )
+    assert found.tools == tuple(tools)
+    assert found.answer == 'get_weather{"city": "Lima"}'
+
+
+def test_the_same_session_with_other_call_ids_is_a_duplicate() -> None:
+    def session(call_id: str):
+        call = {**CALL, "id": call_id}
+        return conversation(
+            with_messages({"role": "user", "content": "Paris?"}),
+            chat_answer(None, tool_calls=[call]),
+        )
+
+    assert session("call-1").key() == session("call-2").key()
+    assert session("call-1").messages[-1]["tool_calls"][0]["id"] == "call-1"
+
+
+def test_legacy_function_calls_become_tool_calls() -> None:
+    request = with_messages(
+        {"role": "user", "content": "Paris?"},
+        {"role": "assistant", "content": None, "function_call": CALL["function"]},
+        {"role": "function", "name": "get_weather", "content": "clear"},
+    )
+    found = conversation(request)
+    assert found.messages[1] == {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": CALL["function"]}],
+    }
+    assert found.messages[2] == {"role": "tool", "content": "clear", "name": "get_weather"}
+
+
+def test_secrets_in_tool_arguments_and_results_are_redacted() -> None:
+    secret_call = {
+        **CALL,
+        "function": {"name": "deploy", "arguments": '{"region": "eu", "api_key": "sk-live-1"}'},
+    }
+    request = with_messages(
+        {"role": "user", "content": "Deploy."},
+        {"role": "assistant", "content": None, "tool_calls": [secret_call]},
+        {"role": "tool", "tool_call_id": "1", "content": '{"ok": true, "session_token": "t-9"}'},
+    )
+    answer = chat_answer(None, tool_calls=[secret_call])
+    found = conversation(request, answer)
+    text = repr(found.messages)
+    assert "sk-live-1" not in text and "t-9" not in text
+    assert json.loads(found.messages[-1]["tool_calls"][0]["function"]["arguments"]) == {
+        "region": "eu",
+        "api_key": "***",
+    }
+    assert json.loads(found.messages[2]["content"]) == {"ok": True, "session_token": "***"}
+
+
+def test_reasoning_is_kept_on_every_assistant_turn() -> None:
+    request = with_messages(
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello.", "reasoning": "Greet back."},
+        {"role": "user", "content": "Bye"},
+    )
+    found = conversation(request)
+    assert found.messages[1] == {
+        "role": "assistant",
+        "content": "Hello.",
+        "reasoning_content": "Greet back.",
+    }
+
+
 @pytest.mark.parametrize(
-    "message",
-    [
-        {"role": "tool", "tool_call_id": "call-1", "content": "42"},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "call-1"}]},
-    ],
+    "call",
+    [{"id": "call-1"}, {"type": "function", "function": {"arguments": "{}"}}, "get_weather"],
 )
-def test_tool_messages(message: dict[str, Any]) -> None:
-    request = with_messages({"role": "user", "content": "Add."}, message)
-    assert skip_reason(request) is Skip.TOOL_CALLS
-
-
-def test_answer_that_calls_a_tool() -> None:
-    answer = chat_answer(None, tool_calls=[{"id": "call-1", "type": "function"}])
-    assert skip_reason(chat_request(), answer) is Skip.TOOL_CALLS
+def test_a_call_without_a_function_name_is_not_chat(call: Any) -> None:
+    request = with_messages({"role": "assistant", "content": None, "tool_calls": [call]})
+    assert skip_reason(request) is Skip.NOT_CHAT
 
 
 def test_unknown_role() -> None:

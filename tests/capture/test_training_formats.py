@@ -38,6 +38,27 @@ def test_tools_in_both() -> None:
     assert "tools" not in openai_record(CONVERSATION)
 
 
+def test_agent_turns_in_sharegpt_are_function_call_and_observation_turns() -> None:
+    call = {"type": "function", "function": {"name": "get_time", "arguments": '{"city": "Oslo"}'}}
+    conversation = Conversation(
+        (
+            {"role": "user", "content": "Time in Oslo and Lima?"},
+            {"role": "assistant", "content": "Checking.", "tool_calls": [call]},
+            {"role": "tool", "content": "09:00", "tool_call_id": "1"},
+            {"role": "assistant", "content": "", "tool_calls": [call, call]},
+        )
+    )
+    called = {"name": "get_time", "arguments": {"city": "Oslo"}}
+    assert sharegpt_record(conversation)["conversations"] == [
+        {"from": "human", "value": "Time in Oslo and Lima?"},
+        {"from": "gpt", "value": "Checking."},
+        {"from": "function_call", "value": json.dumps(called)},
+        {"from": "observation", "value": "09:00"},
+        {"from": "function_call", "value": json.dumps([called, called])},
+    ]
+    assert openai_record(conversation)["messages"][1]["tool_calls"] == [call]
+
+
 def test_one_line_of_utf8_json() -> None:
     conversation = Conversation(({"role": "user", "content": "深度\n学习 🙂"},))
     line = json_line(openai_record(conversation))

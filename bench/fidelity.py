@@ -1,0 +1,247 @@
+"""Fidelity of constrained answers: does an answer under a grammar say what the model says
+freely, for as long as what it says freely is valid?
+
+The probes are tool-use requests of the kind the demo target learned (model_data_sources/
+tool_use.py, a seed of their own). Each prompt is rendered as the chat route renders it
+(training/chat_render.py: the target's template with the tools) and answered freely by the
+completions route, greedy: no grammar at all. Where the free answer opens a call in the
+target's own syntax (`<tool_call>\n{"name": ...`), the same prompt is answered again under
+each grammar:
+- `auto`, `named`, `required`: the chat route with the tools and that `tool_choice` (under
+  --tool-strict-level parameter every call is held to its schema, `auto` too; `named` names
+  the function the free answer called, when it is one offered);
+- `json_schema`: the completions route, the prompt followed by the free answer's opening
+  `<tool_call>` line, under `structured_outputs.json` = a call's schema (any offered
+  function's {"name", "arguments"}).
+The free call's JSON is valid up to some character: the longest prefix the call's schema,
+compiled here as the container compiles it (its structured-outputs config), accepts. A
+constrained answer *follows* the free one when it equals it up to there, and is *equal* when
+the whole free call is valid and the constrained call is the same, byte for byte. Greedy
+decoding under a grammar that allows what the model prefers must do both; a grammar that
+forbids the model's spacing parts from it at its first separator.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+SEED = 515151
+COUNT = 24
+MAX_TOKENS = 96
+KINDS = ("auto", "named", "required", "json_schema")
+OPENING, CLOSING = "<tool_call>\n", "\n</tool_call>"
+
+
+@dataclass
+class Tally:
+    """One kind's counts, and where each constrained answer left a valid free one."""
+
+    probes: int = 0
+    follows: int = 0
+    whole: int = 0  # free calls valid whole
+    equal: int = 0
+    departures: list[str] = field(default_factory=list)
+
+    def add(self, free: str, valid: int, complete: bool, constrained: str) -> None:
+        """`free` is valid up to `valid` characters (all of it and `complete`: valid whole)."""
+        self.probes += 1
+        if constrained[:valid] == free[:valid]:
+            self.follows += 1
+        else:
+            self.departures.append(described(free, constrained))
+        if complete:
+            self.whole += 1
+            self.equal += constrained == free
+
+
+@dataclass(frozen=True)
+class Free:
+    """A free answer's call: the tokens up to its JSON, and the JSON's text."""
+
+    opening_ids: list[int]
+    call: str
+
+
+def probes(count: int) -> list[tuple[list[dict], list[dict]]]:
+    from bench.structured import CODE
+    from model_data_sources.tool_use import openings
+
+    return openings(SEED, count, CODE)
+
+
+def envelope(tool: dict) -> dict:
+    """A call of `tool` as the target writes it: {"name": ..., "arguments": {...}}."""
+    function = tool["function"]
+    return {
+        "type": "object",
+        "properties": {
+            "name": {"const": function["name"]},
+            "arguments": function.get("parameters") or {"type": "object"},
+        },
+        "required": ["name", "arguments"],
+        "additionalProperties": False,
+    }
+
+
+def call_schema(tools: Sequence[dict], name: str | None = None) -> dict:
+    """A call of any tool offered (or of the one named)."""
+    chosen = [tool for tool in tools if name is None or tool["function"]["name"] == name]
+    return {"anyOf": [envelope(tool) for tool in chosen]}
+
+
+def first_difference(free: str, constrained: str) -> int:
+    for index, (a, b) in enumerate(zip(free, constrained, strict=False)):
+        if a != b:
+            return index
+    return min(len(free), len(constrained))
+
+
+def described(free: str, constrained: str) -> str:
+    """Both texts around where they part."""
+    at = first_difference(free, constrained)
+    window = slice(max(0, at - 24), at + 16)
+    return f"free {free[window]!r} / constrained {constrained[window]!r}"
+
+
+class Grammar:
+    """JSON schemas compiled as the container's vLLM compiles them (xgrammar, with the
+    whitespace its structured-outputs config allows)."""
+
+    def __init__(self, tokenizer: Any, config: Mapping[str, Any]):
+        import xgrammar as xgr
+
+        self.xgr = xgr
+        info = xgr.TokenizerInfo.from_huggingface(
+            tokenizer, stop_token_ids=[tokenizer.eos_token_id]
+        )
+        self.compiler = xgr.GrammarCompiler(info, max_threads=1)
+        if config.get("disable_any_whitespace"):
+            self.options = {"any_whitespace": False, "separators": (",", ":")}
+        else:
+            self.options = {"max_whitespace_cnt": config.get("max_whitespace_cnt")}
+        self.stop = tokenizer.eos_token_id
+
+    def valid_prefix(self, schema: dict, text: str) -> tuple[int, bool]:
+        """How many characters of `text` the schema's grammar accepts, and whether it
+        accepts all of it as a whole answer."""
+        matcher = self.xgr.GrammarMatcher(
+            self.compiler.compile_json_schema(json.dumps(schema), **self.options)
+        )
+        for index, character in enumerate(text):
+            if not matcher.accept_string(character):
+                return index, False
+        return len(text), matcher.accept_token(self.stop)
+
+
+class Prober:
+    """Free and constrained answers from one container (its front's /v1 routes)."""
+
+    def __init__(
+        self, url: str, tokenizer: Any, config: Mapping[str, Any], max_tokens: int = MAX_TOKENS
+    ):
+        self.url = url.rstrip("/")
+        self.http = httpx.Client(timeout=600)
+        self.tokenizer = tokenizer
+        self.grammar = Grammar(tokenizer, config)
+        self.max_tokens = max_tokens
+
+    def post(self, route: str, body: dict) -> dict:
+        body = {**body, "temperature": 0, "max_tokens": self.max_tokens, "return_token_ids": True}
+        answer = self.http.post(f"{self.url}/v1/{route}", json=body)
+        answer.raise_for_status()
+        return answer.json()["choices"][0]
+
+    def text(self, choice: dict) -> str:
+        """The answer's text, without the stop token that ended it."""
+        ids = choice["token_ids"]
+        if ids and ids[-1] == self.tokenizer.eos_token_id:
+            ids = ids[:-1]
+        return self.tokenizer.decode(ids)
+
+    def free(self, prompt_ids: list[int]) -> Free | None:
+        """The free answer's call, if it opens with one."""
+        choice = self.post("completions", {"prompt": prompt_ids})
+        ids = choice["token_ids"]
+        opening = next(
+            (n for n in range(1, len(ids)) if self.tokenizer.decode(ids[:n]) == OPENING), None
+        )
+        if opening is None:
+            return None
+        return Free(ids[:opening], call_text(self.tokenizer.decode(ids[opening:])))
+
+    def measure(self, count: int) -> tuple[dict[str, Tally], int]:
+        """Each kind's tally over `count` probes, and how many free answers opened a call."""
+        from training.chat_render import render_ids
+
+        tallies = {kind: Tally() for kind in KINDS}
+        calls = 0
+        for messages, tools in probes(count):
+            prompt_ids = render_ids(self.tokenizer, messages, tools, add_generation_prompt=True)
+            free = self.free(prompt_ids)
+            if free is None:
+                continue
+            calls += 1
+            valid, complete = self.grammar.valid_prefix(call_schema(tools), free.call)
+            choices: dict[str, Any] = {"auto": "auto", "required": "required"}
+            name = named_in(free.call, tools)
+            if name is not None:
+                choices["named"] = {"type": "function", "function": {"name": name}}
+            for kind, choice in choices.items():
+                body = {"messages": messages, "tools": tools, "tool_choice": choice}
+                answer = self.text(self.post("chat/completions", body))
+                constrained = (
+                    call_text(answer.removeprefix(OPENING))
+                    if answer.startswith(OPENING)
+                    else answer
+                )
+                tallies[kind].add(free.call, valid, complete, constrained)
+            body = {
+                "prompt": prompt_ids + free.opening_ids,
+                "structured_outputs": {"json": call_schema(tools)},
+            }
+            constrained = self.text(self.post("completions", body)).rstrip()
+            tallies["json_schema"].add(free.call, valid, complete, constrained)
+        return tallies, calls
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def call_text(text: str) -> str:
+    """A call's JSON: the text up to the call's closing tag (or all of it)."""
+    return text.split(CLOSING, 1)[0].rstrip()
+
+
+def named_in(call: str, tools: Sequence[dict]) -> str | None:
+    """The offered function a call names, read from its opening (the rest may be invalid)."""
+    for tool in tools:
+        name = tool["function"]["name"]
+        if call.startswith(json.dumps({"name": name})[:-1]):
+            return name
+    return None
+
+
+def table(results: Mapping[str, tuple[dict[str, Tally], int]], count: int) -> str:
+    from bench.report import markdown
+
+    rows = [
+        ["free answers that open a call", *(f"{calls} of {count}" for _, calls in results.values())]
+    ]
+    for kind in KINDS:
+        follows = [f"`{kind}` follows the free call while it is valid"]
+        equal = [f"`{kind}` equals the free call where it is valid whole"]
+        for tallies, _ in results.values():
+            tally = tallies[kind]
+            follows.append(share(tally.follows, tally.probes))
+            equal.append(share(tally.equal, tally.whole))
+        rows += [follows, equal]
+    return markdown(["", *results], rows)
+
+
+def share(part: int, whole: int) -> str:
+    return f"{part / whole:.0%} ({part} of {whole})" if whole else "n/a (0 of 0)"
