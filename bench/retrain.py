@@ -1,16 +1,20 @@
-"""The retraining loop, shown on the demo pair: a workload the head was not trained on
-(prose questions) is captured through the running container, exported as a training set,
-the head fine-tuned on it, and both heads measured side by side on held-out requests of
-that workload and on HumanEval.
+"""The retraining loop, shown on the demo pair: a workload is captured through the running
+container, exported as a training set, the head fine-tuned on it, and both heads measured
+side by side on held-out requests of that workload and on HumanEval. Two workloads:
+- `prose`: questions the head was not trained on, one request each;
+- `agent`: multi-turn sessions with tools (bench/agent.py): calls, their results, the next
+  call or the answer, every turn captured (capture export keeps the tool calls and results).
 
 Acceptance comes from each answer's own speculation (vLLM's per-request metrics), so the
-two heads are compared on exactly the same requests, sent to both containers in turn.
+two heads are compared on exactly the same requests, sent to both containers in turn; the
+acceptance at each draft position from vLLM's counters around each measurement.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,13 +23,21 @@ from typing import Any
 import httpx
 from tqdm import tqdm
 
+from bench import agent
+from bench.acceptance import acceptance_per_position, parse_counters
 from bench.configuration import Configuration, LocalContainer
 from bench.prompts import CODE_INSTRUCTION, humaneval_prompts, prose_prompts
 from serving import paths
 
 CAPTURED_PROMPTS = 112  # of the 144 prose questions; the other 32 are held out
+CAPTURED_SESSIONS = 144  # agent sessions captured; HELD_OUT_SESSIONS others measure
+HELD_OUT_SESSIONS = 32
 MAX_TOKENS = 64
 CAPTURE_CLIENTS = 4
+WORKLOADS = ("prose", "agent")
+
+# One item of a workload sent, its answers back (a session's several).
+Send = Callable[[httpx.Client, Any], list[dict]]
 
 
 def chat(prompt: str) -> dict[str, Any]:
@@ -36,8 +48,35 @@ def chat(prompt: str) -> dict[str, Any]:
     }
 
 
-def capture(configuration: Configuration, opt_ml: Path, out: Path, prompts: list[str]) -> Path:
-    """Serve `prompts` through a container with capture on; return the capture directory."""
+def send_prompt(http: httpx.Client, prompt: str) -> list[dict]:
+    answer = http.post("/invocations", json=chat(prompt))
+    answer.raise_for_status()
+    return [answer.json()]
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    captured: Sequence[Any]
+    held_out: Sequence[Any]
+    send: Send
+
+
+def workload(name: str) -> Workload:
+    if name == "agent":
+        return Workload(
+            "agent",
+            agent.sessions(agent.SEED, CAPTURED_SESSIONS),
+            agent.sessions(agent.HELD_OUT_SEED, HELD_OUT_SESSIONS),
+            agent.run_session,
+        )
+    prompts = prose_prompts()
+    return Workload("prose", prompts[:CAPTURED_PROMPTS], prompts[CAPTURED_PROMPTS:], send_prompt)
+
+
+def capture(configuration: Configuration, opt_ml: Path, out: Path, load: Workload) -> Path:
+    """Serve the workload's captured part through a container with capture on; return the
+    capture directory."""
     directory = out / "capture"
     container = LocalContainer(
         configuration,
@@ -51,45 +90,48 @@ def capture(configuration: Configuration, opt_ml: Path, out: Path, prompts: list
         with (
             httpx.Client(base_url=container.url, timeout=120) as http,
             ThreadPoolExecutor(CAPTURE_CLIENTS) as pool,
-            tqdm(total=len(prompts), desc="capture ", unit="req") as progress,
+            tqdm(total=len(load.captured), desc="capture ", unit="item") as progress,
         ):
 
-            def send(prompt: str) -> None:
-                http.post("/invocations", json=chat(prompt)).raise_for_status()
+            def send(item: Any) -> None:
+                load.send(http, item)
                 progress.update(1)
 
-            list(pool.map(send, prompts))
+            list(pool.map(send, load.captured))
     finally:
         container.stop()
     return directory
 
 
-def speculation_of(answer: httpx.Response) -> tuple[int, int, int]:
-    """(draft tokens, accepted draft tokens, completion tokens) of one answer."""
-    answer.raise_for_status()
-    body = answer.json()
-    stats = body["metrics"]["speculative_decoding"]
-    tokens = body["usage"]["completion_tokens"]
-    return stats["num_draft_tokens"], stats["num_accepted_draft_tokens"], tokens
-
-
-def measure(url: str, prompts: list[str], concurrency: int, progress: tqdm) -> dict[str, float]:
-    """The prompts with `concurrency` clients: acceptance from the answers, output tokens/s."""
+def measure(
+    url: str, items: Sequence[Any], send: Send, concurrency: int, progress: tqdm
+) -> dict[str, Any]:
+    """The items with `concurrency` clients: acceptance from the answers and, per draft
+    position, from vLLM's counters around the run; output tokens/s."""
     with httpx.Client(base_url=url, timeout=120) as http, ThreadPoolExecutor(concurrency) as pool:
 
-        def send(prompt: str) -> tuple[int, int, int]:
-            counts = speculation_of(http.post("/invocations", json=chat(prompt)))
+        def one(item: Any) -> tuple[int, int, int]:
+            counts = agent.speculation(send(http, item))
             progress.update(1)
             return counts
 
+        before = parse_counters(http.get("/metrics").text)
         began = time.perf_counter()
-        results = list(pool.map(send, prompts))
+        results = list(pool.map(one, items))
         seconds = time.perf_counter() - began
+        after = parse_counters(http.get("/metrics").text)
     draft, accepted, tokens = (sum(column) for column in zip(*results, strict=True))
-    return {"draft": draft, "accepted": accepted, "tokens": tokens, "seconds": seconds}
+    by_position = acceptance_per_position(before, after) or []
+    return {
+        "draft": draft,
+        "accepted": accepted,
+        "tokens": tokens,
+        "seconds": seconds,
+        "by_position": by_position,
+    }
 
 
-def row(workload: str, concurrency: int, head: str, counts: dict[str, float], k: int) -> dict:
+def row(workload: str, concurrency: int, head: str, counts: dict[str, Any], k: int) -> dict:
     steps = counts["draft"] / k  # each verify step drafts K tokens
     length = 1 + counts["accepted"] / steps if steps else 1.0
     return {
@@ -97,6 +139,7 @@ def row(workload: str, concurrency: int, head: str, counts: dict[str, float], k:
         "concurrency": concurrency,
         "head": head,
         "mean_acceptance_length": round(length, 3),
+        "acceptance_per_position": [round(rate, 3) for rate in counts["by_position"]],
         "output_tokens_per_s": round(counts["tokens"] / counts["seconds"], 1),
     }
 
@@ -104,7 +147,7 @@ def row(workload: str, concurrency: int, head: str, counts: dict[str, float], k:
 def compare(
     configuration: Configuration,
     heads: dict[str, Path],
-    workloads: dict[str, list[str]],
+    workloads: dict[str, tuple[Sequence[Any], Send]],
     out: Path,
     concurrencies: tuple[int, ...] = (1, 4),
 ) -> list[dict]:
@@ -119,7 +162,9 @@ def compare(
         for name, opt_ml in heads.items()
     }
     rows = []
-    total = sum(map(len, workloads.values())) * len(containers) * len(concurrencies)
+    total = (
+        sum(len(items) for items, _ in workloads.values()) * len(containers) * len(concurrencies)
+    )
     k = configuration.k or 1
     try:
         for container in containers.values():
@@ -128,9 +173,9 @@ def compare(
             container.wait_ready()
         with tqdm(total=total, desc="compare ", unit="req") as progress:
             for concurrency in concurrencies:
-                for workload, prompts in workloads.items():
+                for workload, (items, send) in workloads.items():
                     for name, container in containers.items():
-                        counts = measure(container.url, prompts, concurrency, progress)
+                        counts = measure(container.url, items, send, concurrency, progress)
                         rows.append(row(workload, concurrency, name, counts, k))
     finally:
         for container in containers.values():
@@ -138,19 +183,16 @@ def compare(
     return rows
 
 
-def workloads_for(held_out: list[str], code_prompts: int) -> dict[str, list[str]]:
-    return {
-        "prose (held out)": held_out,
-        "humaneval": [CODE_INSTRUCTION + prompt for prompt in humaneval_prompts()[:code_prompts]],
-    }
+def workloads_for(load: Workload, code_prompts: int) -> dict[str, tuple[Sequence[Any], Send]]:
+    code = [CODE_INSTRUCTION + prompt for prompt in humaneval_prompts()[:code_prompts]]
+    return {f"{load.name} (held out)": (load.held_out, load.send), "humaneval": (code, send_prompt)}
 
 
 @dataclass(frozen=True)
 class Loop:
-    """The loop's first half: the prose workload captured and exported, the head fine-tuned."""
+    """The loop's first half: the workload captured and exported, the head fine-tuned."""
 
-    captured: list[str]
-    held_out: list[str]
+    load: Workload
     training_set: Path  # the export's train.openai.jsonl
     written: int
     tuned: Path  # an /opt/ml tree: the demo target and the fine-tuned head
@@ -158,41 +200,50 @@ class Loop:
 
 
 def capture_and_export(
-    configuration: Configuration, opt_ml: Path, out: Path, prompts: list[str]
+    configuration: Configuration, opt_ml: Path, out: Path, load: Workload
 ) -> tuple[Path, int]:
-    """`prompts` served with capture on and exported: the training set and its size."""
+    """The workload's captured part served with capture on and exported: the training set
+    and its size."""
     from capture.export import Options, export
 
     summary = export(
-        Options(inputs=(capture(configuration, opt_ml, out, prompts),), out_dir=out / "train")
+        Options(inputs=(capture(configuration, opt_ml, out, load),), out_dir=out / "train")
     )
     print(summary.line(out / "train"), flush=True)
     return out / "train" / "train.openai.jsonl", summary.written
 
 
-def capture_and_finetune(configuration: Configuration, opt_ml: Path, out: Path) -> Loop:
+def capture_and_finetune(
+    configuration: Configuration, opt_ml: Path, out: Path, load: Workload | None = None
+) -> Loop:
     from model_data_sources.finetune import finetune
 
-    prompts = prose_prompts()
-    captured, held_out = prompts[:CAPTURED_PROMPTS], prompts[CAPTURED_PROMPTS:]
-    training_set, written = capture_and_export(configuration, opt_ml, out, captured)
+    load = load or workload("prose")
+    training_set, written = capture_and_export(configuration, opt_ml, out, load)
     tuned = out / "opt_ml"
     tuning = finetune(opt_ml, training_set, tuned)
-    return Loop(captured, held_out, training_set, written, tuned, tuning)
+    return Loop(load, training_set, written, tuned, tuning)
 
 
-def run_loop(configuration: Configuration, opt_ml: Path, out: Path, code_prompts: int) -> dict:
+def run_loop(
+    configuration: Configuration,
+    opt_ml: Path,
+    out: Path,
+    code_prompts: int,
+    workload_name: str = "prose",
+) -> dict:
     started = time.monotonic()
-    loop = capture_and_finetune(configuration, opt_ml, out)
+    loop = capture_and_finetune(configuration, opt_ml, out, workload(workload_name))
     figures = compare(
         configuration,
         {"base": opt_ml, "fine-tuned": loop.tuned},
-        workloads_for(loop.held_out, code_prompts),
+        workloads_for(loop.load, code_prompts),
         out,
     )
     return {
         "configuration": configuration.describe(),
-        "captured_requests": len(loop.captured),
+        "workload": loop.load.name,
+        "captured_items": len(loop.load.captured),
         "training_set": loop.written,
         "fine_tune": loop.tuning,
         "side_by_side": figures,
@@ -203,12 +254,15 @@ def run_loop(configuration: Configuration, opt_ml: Path, out: Path, code_prompts
 def side_by_side_table(rows: list[dict]) -> list[str]:
     """compare's rows as a markdown table, one line per (workload, concurrency, head)."""
     lines = [
-        "| workload | c | head | mean acceptance length | output tok/s |",
-        "|---|---|---|---|---|",
+        "| workload | c | head | mean acceptance length | accepted at positions 1..K "
+        "| output tok/s |",
+        "|---|---|---|---|---|---|",
     ]
     return lines + [
         f"| {row['workload']} | {row['concurrency']} | {row['head']} | "
-        f"{row['mean_acceptance_length']} | {row['output_tokens_per_s']} |"
+        f"{row['mean_acceptance_length']} | "
+        f"{', '.join(f'{rate:.2f}' for rate in row.get('acceptance_per_position', []))} | "
+        f"{row['output_tokens_per_s']} |"
         for row in rows
     ]
 

@@ -20,9 +20,11 @@ from typing import Any
 
 from bench.configuration import Configuration
 from bench.retrain import (
+    Workload,
     capture_and_export,
     capture_and_finetune,
     compare,
+    send_prompt,
     side_by_side_table,
     workloads_for,
 )
@@ -39,7 +41,8 @@ def replay_set(configuration: Configuration, opt_ml: Path, out: Path) -> tuple[P
 
     samples = build_corpus(SEED, Recipe().prompts).prompt_samples
     prompts = [sample.prompt for sample in samples[: FinetuneRecipe().replay_prompts]]
-    return capture_and_export(configuration, opt_ml, out / "replay", prompts)
+    replay = Workload("replay", prompts, (), send_prompt)
+    return capture_and_export(configuration, opt_ml, out / "replay", replay)
 
 
 def job_tree(
@@ -116,12 +119,12 @@ def run_demo(
     figures = compare(
         configuration,
         {"demo head": opt_ml, "project fine-tune": loop.tuned, "training job": trained},
-        workloads_for(loop.held_out, code_prompts),
+        workloads_for(loop.load, code_prompts),
         out,
     )
     return {
         "configuration": configuration.describe(),
-        "captured_requests": len(loop.captured),
+        "captured_requests": len(loop.load.captured),
         "training_set": loop.written,
         "replay_set": replayed,
         "fine_tune": loop.tuning,

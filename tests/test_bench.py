@@ -317,8 +317,8 @@ def test_load_with_big_bodies_answers_every_request(peagle, tmp_path):
 def test_the_retrain_table_compares_the_heads_on_the_same_workload_and_concurrency():
     from bench import retrain
 
-    base = {"draft": 70, "accepted": 30, "tokens": 40, "seconds": 2}
-    tuned = {"draft": 70, "accepted": 50, "tokens": 60, "seconds": 2}
+    base = {"draft": 70, "accepted": 30, "tokens": 40, "seconds": 2, "by_position": [0.9, 0.5]}
+    tuned = {"draft": 70, "accepted": 50, "tokens": 60, "seconds": 2, "by_position": [1.0, 0.75]}
     rows = [
         retrain.row("prose", 1, "base", base, 7),
         retrain.row("prose", 1, "fine-tuned", tuned, 7),
@@ -327,6 +327,26 @@ def test_the_retrain_table_compares_the_heads_on_the_same_workload_and_concurren
     assert [row["mean_acceptance_length"] for row in rows] == [4.0, 6.0]
     text = retrain.table({"side_by_side": rows})
     assert "prose, c=1: fine-tuned / base acceptance length 1.50x, output tok/s 1.50x" in text
+    assert "| prose | 1 | fine-tuned | 6.0 | 1.00, 0.75 | 30.0 |" in text
+
+
+def test_agent_sessions_rotate_the_first_tool_choice_and_name_the_tool_asked_for():
+    from bench.agent import sessions
+
+    drawn = sessions(707070, 30)
+    assert drawn == sessions(707070, 30)  # seeded: the same sessions on every machine
+    choices = [session.first_choice for session in drawn]
+    assert {"auto", "required"} <= {choice for choice in choices if isinstance(choice, str)}
+    named = [
+        (choice, session)
+        for choice, session in zip(choices, drawn, strict=True)
+        if isinstance(choice, dict)
+    ]
+    assert named
+    for choice, session in named:
+        offered = {tool["function"]["name"] for tool in session.tools}
+        assert choice["function"]["name"] in offered
+    assert all(session.messages[-1]["role"] == "user" for session in drawn)
 
 
 def test_ab_reports_each_figure_as_b_against_a_from_the_median_round():

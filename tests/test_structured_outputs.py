@@ -1,7 +1,9 @@
 """Structured outputs that end, with P-EAGLE on: response_format (json_schema, json_object),
 vLLM's structured_outputs (regex, choice, grammar) and TGI's `parameters.grammar`, streamed
 or not, parse and follow their constraint, and finish before max_tokens (the container's
-xgrammar without free whitespace; a tiny model otherwise writes newlines until the limit)."""
+xgrammar bounds the whitespace between JSON tokens; a tiny model otherwise writes newlines
+until the limit); and a constrained answer says what the target says freely, for as long as
+that is valid (bench/fidelity.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import httpx
 import jsonschema
 import pytest
 
+from serving.engine_args.agents import JSON_MAX_WHITESPACE, STRUCTURED_OUTPUTS
 from serving.errors import RequestRefused
 from serving.tgi import completion_request
 from tests.support.schemas import CITY
@@ -23,6 +26,12 @@ JSON_SCHEMA = {
     "json_schema": {"name": "city", "schema": CITY, "strict": True},
 }
 CODE = r"def [a-z_]{1,12}\(\):"
+
+
+def longest_gap(text: str) -> int:
+    """The longest run of whitespace between the JSON's tokens (inside a string any text goes)."""
+    between = re.sub(r'"(?:[^"\\]|\\.)*("|$)', '""', text)
+    return max((len(run) for run in re.findall(r"\s+", between)), default=0)
 
 
 def chat(container, stream: bool = False, **fields) -> tuple[str, str]:
@@ -51,7 +60,7 @@ def test_a_json_schema_answer_parses_follows_the_schema_and_ends(peagle, stream)
     text, finish = chat(peagle, stream, response_format=JSON_SCHEMA)
     assert finish == "stop", text[-200:]
     jsonschema.validate(json.loads(text), CITY)
-    assert "\n" not in text  # no free whitespace
+    assert longest_gap(text) <= JSON_MAX_WHITESPACE, text
 
 
 def test_streamed_and_whole_json_answers_are_the_same_and_equal_the_targets(peagle, plain):
@@ -62,11 +71,31 @@ def test_streamed_and_whole_json_answers_are_the_same_and_equal_the_targets(peag
 
 def test_a_json_object_answer_is_json_without_runs_of_whitespace(peagle):
     # No schema bounds an object, so a model may never close it (the demo target writes
-    # digits for ever): what json_object guarantees is JSON, here without free whitespace.
+    # digits for ever): what json_object guarantees is JSON, here with bounded whitespace.
     text, _ = chat(peagle, response_format={"type": "json_object"}, max_tokens=64)
-    # Inside a string any text goes; between the JSON's tokens at most one space.
-    between = re.sub(r'"(?:[^"\\]|\\.)*("|$)', '""', text)
-    assert text.startswith("{") and not re.search(r"\s\s", between), text
+    assert text.lstrip().startswith("{") and longest_gap(text) <= JSON_MAX_WHITESPACE, text
+
+
+def test_a_constrained_call_says_what_the_target_says_freely_while_that_is_valid(peagle):
+    """The target's free tool calls (completions route, no grammar) against the same prompts
+    under each grammar: tool_choice auto, named and required, and a JSON schema. Each follows
+    the free call byte for byte up to where the free one leaves the schema; with vLLM's
+    disable_any_whitespace each parts from it at the first `": "`."""
+    from transformers import AutoTokenizer
+
+    from bench.fidelity import KINDS, Prober
+    from tests.support.containers import DEMO_ROOT
+
+    tokenizer = AutoTokenizer.from_pretrained(DEMO_ROOT / "model")
+    prober = Prober(peagle.url, tokenizer, STRUCTURED_OUTPUTS, max_tokens=64)
+    tallies, calls = prober.measure(4)
+    prober.close()
+    assert calls >= 3
+    for kind in KINDS:
+        tally = tallies[kind]
+        assert tally.follows == tally.probes, (kind, tally.departures)
+        assert tally.equal == tally.whole, (kind, tally.departures)
+    assert tallies["json_schema"].probes == calls
 
 
 @pytest.mark.parametrize(

@@ -67,34 +67,61 @@ def test_the_make_target_and_both_image_stages_apply_the_patches():
     assert "!vllm_patches/" in (REPO_ROOT / ".dockerignore").read_text()
 
 
-# The grammar vLLM's xgrammar backend compiles for a forced hermes call, under the
-# container's disable_any_whitespace: one whitespace character between JSON tokens passes,
-# a run of newlines (what the demo target writes) does not.
+# vLLM's own xgrammar backend, configured as the container starts it (max_whitespace_cnt 16)
+# and as before (disable_any_whitespace), compiling a response_format JSON schema and a
+# forced hermes call's structural tag: does each accept the model's `": "` and indentation,
+# and refuse a run of newlines (what the demo target writes when it may)?
 WHITESPACE = """
 import json, sys
-import xgrammar as xgr
+from types import SimpleNamespace
 from transformers import AutoTokenizer
-from vllm.v1.structured_output.backend_xgrammar import bound_structural_tag_whitespace
+from vllm.config.structured_outputs import StructuredOutputsConfig
+from vllm.v1.structured_output.backend_types import StructuredOutputOptions
+from vllm.v1.structured_output.backend_xgrammar import XgrammarBackend
 tokenizer = AutoTokenizer.from_pretrained(sys.argv[1])
-compiler = xgr.GrammarCompiler(xgr.TokenizerInfo.from_huggingface(tokenizer))
 schema = {"type": "object", "properties": {"city": {"enum": ["Paris", "Lima"]}}}
 tag = {"type": "structural_tag", "format": {"type": "tag", "content": {"type": "json_schema",
-       "json_schema": schema, "style": "json", "max_whitespace_cnt": None},
+       "json_schema": schema, "style": "json"},
        "begin": '<tool_call>\\n{"name": "f", "arguments": ', "end": "}\\n</tool_call>"}}
-grammar = compiler.compile_structural_tag(bound_structural_tag_whitespace(json.dumps(tag)))
-prefix = '<tool_call>\\n{"name": "f", "arguments": {"city"'
-print(json.dumps([xgr.GrammarMatcher(grammar).accept_string(prefix + gap)
-                  for gap in (": ", "\\n:", "\\n\\n\\n")]))
+texts = ['{"city": "Paris"}', '{\\n    "city": "Paris"\\n}', '{"city"' + "\\n" * 17]
+results = {}
+for name, config in (("bounded", {"max_whitespace_cnt": 16}),
+                     ("none", {"disable_any_whitespace": True})):
+    vllm_config = SimpleNamespace(
+        structured_outputs_config=StructuredOutputsConfig(backend="xgrammar", **config),
+        model_config=None, speculative_config=None)
+    backend = XgrammarBackend(vllm_config, tokenizer=tokenizer, vocab_size=len(tokenizer))
+    def accepts(kind, spec, text):
+        return backend.compile_grammar(kind, spec).matcher.accept_string(text)
+    results[name] = {
+        "json": [accepts(StructuredOutputOptions.JSON, json.dumps(schema), t) for t in texts],
+        "tag": [accepts(StructuredOutputOptions.STRUCTURAL_TAG, json.dumps(tag),
+                        '<tool_call>\\n{"name": "f", "arguments": ' + t) for t in texts],
+    }
+refused = []
+for config in ({"backend": "guidance", "max_whitespace_cnt": 4},
+               {"backend": "xgrammar", "max_whitespace_cnt": 0}):
+    try:
+        StructuredOutputsConfig(**config)
+    except ValueError:
+        refused.append(True)
+print(json.dumps([results, refused]))
 """
 
 
-def test_a_forced_tool_calls_arguments_allow_no_run_of_whitespace():
+def test_json_whitespace_is_bounded_not_forbidden_in_schemas_and_tool_calls():
     model = DEMO_ROOT / "model"
     ran = subprocess.run(
         [sys.executable, "-c", WHITESPACE, str(model)], capture_output=True, text=True
     )
     assert ran.returncode == 0, ran.stderr[-2000:]
-    assert json.loads(ran.stdout.splitlines()[-1]) == [True, True, False]
+    results, refused = json.loads(ran.stdout.splitlines()[-1])
+    # The model's own spacing and indentation pass under the bound; a run past it does not.
+    assert results["bounded"] == {"json": [True, True, False], "tag": [True, True, False]}
+    # Without whitespace the model's `": "` is refused at once (a forced call keeps one
+    # character per gap: xgrammar's bound must be positive).
+    assert results["none"] == {"json": [False, False, False], "tag": [True, False, False]}
+    assert refused == [True, True]
 
 
 # The engine loop's body (EngineCoreProc._process_engine_step) run on a stand-in engine that

@@ -10,8 +10,9 @@ from bench.commands.common import add_local_command, configuration_of
 from bench.configuration import FIXED_DEFAULT
 
 HELP = (
-    "the retraining loop on the demo pair: capture prose requests, export, fine-tune the "
-    "P-EAGLE head, then both heads side by side on held-out prose and HumanEval"
+    "the retraining loop on the demo pair: capture a workload (prose requests, or agent "
+    "sessions with tools), export, fine-tune the P-EAGLE head, then both heads side by side "
+    "on held-out requests of that workload and HumanEval"
 )
 
 
@@ -20,6 +21,13 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(config="peagle:7", out_dir=Path("build/retrain"))
     parser.add_argument(
         "--code-prompts", type=int, default=32, help="HumanEval prompts in the comparison"
+    )
+    parser.add_argument(
+        "--workload",
+        choices=("prose", "agent"),
+        default="prose",
+        help="what is captured and held out: prose questions, or multi-turn agent sessions "
+        "with tools (bench/agent.py) (default prose)",
     )
 
 
@@ -33,7 +41,11 @@ def command(args: argparse.Namespace) -> int:
         )
     args.out_dir.mkdir(parents=True, exist_ok=True)
     result = retrain.run_loop(
-        configuration, args.opt_ml_root.absolute(), args.out_dir.absolute(), args.code_prompts
+        configuration,
+        args.opt_ml_root.absolute(),
+        args.out_dir.absolute(),
+        args.code_prompts,
+        args.workload,
     )
     retrain.write(result, args.out_dir)
     print(retrain.table(result))
