@@ -4,6 +4,7 @@ rotated into complete files, dropped and counted when the writer falls behind.""
 from __future__ import annotations
 
 import json
+import random
 import socket
 import time
 from pathlib import Path
@@ -149,3 +150,82 @@ def test_an_unwritable_capture_directory_exits_2_before_the_engine_starts(demo_r
     assert "SERVING_CAPTURE_DIR" in result.stdout
     assert "starting engine" not in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_an_agent_session_is_captured_and_exported_as_the_tokens_the_target_served(
+    peagle, tmp_path
+):
+    """Two turns of an agent loop (a named call, then its result and the next answer, streamed)
+    captured, exported, and rendered for training: each turn's prompt is the token sequence
+    vLLM itself rendered for it (its /tokenize), and the answer's tokens follow it exactly, the
+    call in the target's own syntax."""
+    from transformers import AutoTokenizer
+
+    from bench.agent import sessions, tool_result
+    from capture.export import Options, export
+    from serving.sse import reassemble_sse
+    from tests.support.containers import DEMO_ROOT
+    from training.chat_render import render_ids
+
+    session = next(s for s in sessions(707070, 12) if isinstance(s.first_choice, dict))
+    tokenizer = AutoTokenizer.from_pretrained(DEMO_ROOT / "model")
+    first = {
+        "messages": session.messages, "tools": session.tools,
+        "tool_choice": session.first_choice, "max_tokens": 48, "temperature": 0,
+        "return_token_ids": True,
+    }  # fmt: skip
+    headers = {"X-Amzn-SageMaker-Inference-Id": "agent-turn-1"}
+    answer = httpx.post(f"{peagle.url}/invocations", json=first, headers=headers, timeout=120)
+    assert answer.status_code == 200, answer.text
+    choice = answer.json()["choices"][0]
+    (call,) = choice["message"]["tool_calls"]
+    result = tool_result(call["function"]["name"], random.Random(1))
+    history = [
+        *session.messages,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call["id"], "content": result},
+    ]
+    second = {**first, "messages": history, "tool_choice": "auto", "stream": True}
+    headers = {"X-Amzn-SageMaker-Inference-Id": "agent-turn-2"}
+    with httpx.stream(
+        "POST", f"{peagle.url}/invocations", json=second, headers=headers, timeout=120
+    ) as streamed:
+        assert streamed.status_code == 200
+        second_answer = reassemble_sse(streamed.read())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        captured = {line["request_id"]: line for line in lines_of(CAPTURE_DIR)}
+        if {"agent-turn-1", "agent-turn-2"} <= set(captured):
+            break
+        time.sleep(0.2)
+    records = tmp_path / "captured.jsonl"
+    records.write_text(
+        "".join(json.dumps(captured[name]) + "\n" for name in ("agent-turn-1", "agent-turn-2"))
+    )
+    summary = export(Options(inputs=(records,), out_dir=tmp_path / "train"))
+    assert (summary.written, summary.skipped.total()) == (2, 0)
+    exported = [
+        json.loads(line)
+        for line in (tmp_path / "train" / "train.openai.jsonl").read_text().splitlines()
+    ]
+    assert exported[0]["tools"] == session.tools
+    assert (
+        exported[0]["messages"][-1]["tool_calls"][0]["function"]["name"] == call["function"]["name"]
+    )
+    assert [message["role"] for message in exported[1]["messages"][-3:-1]] == ["assistant", "tool"]
+    engine = httpx.Client(
+        transport=httpx.HTTPTransport(uds=str(peagle.engine_socket())), base_url="http://engine"
+    )
+    for chat in exported:
+        messages, tools = chat["messages"], chat["tools"]
+        prompt = render_ids(tokenizer, messages[:-1], tools, add_generation_prompt=True)
+        served = engine.post(
+            "/tokenize",
+            json={"messages": messages[:-1], "tools": tools, "add_generation_prompt": True},
+        ).json()["tokens"]
+        assert prompt == served
+    # The first answer, a call, rendered back is the tokens the target generated.
+    whole = render_ids(tokenizer, exported[0]["messages"], exported[0]["tools"])
+    prompt = render_ids(tokenizer, exported[0]["messages"][:-1], exported[0]["tools"], True)
+    assert whole[: len(prompt) + len(choice["token_ids"])] == prompt + choice["token_ids"]
+    assert second_answer is not None
