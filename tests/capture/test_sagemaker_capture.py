@@ -101,3 +101,28 @@ def test_event_stream_without_chat_chunks() -> None:
 
 def test_capture_data_that_is_not_an_object() -> None:
     assert skip_reason(json.dumps({"captureData": "nope"})) is Skip.UNKNOWN_RECORD
+
+
+def test_a_streamed_tool_call_from_data_capture_exports_as_the_call() -> None:
+    """A streamed agent turn as Data Capture stores it (BASE64 event stream): the call's
+    arguments, sent in pieces, come back whole, and the export keeps the call."""
+    from capture.conversations import conversation_of
+    from tests.support.capture import chunk
+
+    tools = [{"type": "function", "function": {"name": "get_time", "parameters": {}}}]
+    request = {**chat_request("Time in Oslo?", stream=True), "tools": tools}
+    call = {"index": 0, "id": "chatcmpl-tool-9", "type": "function",
+            "function": {"name": "get_time", "arguments": ""}}  # fmt: skip
+    events = [
+        chunk({"role": "assistant", "tool_calls": [call]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"city": '}}]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"Oslo"}'}}]}, "tool_calls"),
+    ]
+    body = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
+    line = sagemaker_line(request, body.encode(), "BASE64", SSE)
+    conversation = conversation_of(exchange(line))
+    assert conversation.tools == tuple(tools)
+    assert conversation.messages[-1]["tool_calls"] == [
+        {"id": "chatcmpl-tool-9", "type": "function",
+         "function": {"name": "get_time", "arguments": '{"city": "Oslo"}'}}
+    ]  # fmt: skip
