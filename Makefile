@@ -65,7 +65,7 @@ BODY_CLIENTS ?= 32
 BODY_MB ?= 5
 
 .PHONY: image-standin image-train-standin image-standin-test kernel-check public-shapes gpu-check
-.PHONY: help setup demo-model quick-model serve-model trained-model bench-model serve check test client-envs bench load load-bodies lint format image image-cpu image-train image-train-cpu image-test retrain-demo rollout-rehearsal train-head-demo clean
+.PHONY: help setup demo-model quick-model serve-model trained-model bench-model serve check test client-envs bench load load-bodies lint format image image-cpu image-train image-train-cpu image-test retrain-demo retrain-agent-demo fidelity rollout-rehearsal train-head-demo clean
 
 help:
 	@echo "make serve   set up, build the demo model, serve it on port $(PORT) with P-EAGLE"
@@ -80,6 +80,8 @@ help:
 	@echo "make load    $(CLIENTS) clients for $(DURATION) s against the container on port $(PORT)"
 	@echo "make load-bodies  $(BODY_CLIENTS) clients posting $(BODY_MB) MiB payloads; /ping latency"
 	@echo "make retrain-demo  capture prose requests, fine-tune the head on them, compare both heads"
+	@echo "make retrain-agent-demo  the same on multi-turn agent sessions with tools"
+	@echo "make fidelity      constrained tool calls and JSON against the target's free answers"
 	@echo "make train-head-demo  the training image on captured prose; its head beside the demo's"
 	@echo "make rollout-rehearsal  a random head as the shadow of the trained one: compare, and the shadow's cost"
 	@echo "make local-runtime  SageMaker Runtime on port $(RUNTIME_PORT) for boto3, in front of port $(PORT)"
@@ -180,6 +182,12 @@ rollout-rehearsal: trained-model
 
 retrain-demo: trained-model
 	$(PY) -m bench retrain --opt-ml-root $(TRAINED_ROOT)
+
+retrain-agent-demo: trained-model
+	$(PY) -m bench retrain --workload agent --opt-ml-root $(TRAINED_ROOT) --out-dir build/retrain-agent
+
+fidelity: trained-model
+	$(PY) -m bench fidelity --opt-ml-root $(TRAINED_ROOT) --num-probes 48
 
 local-runtime: setup
 	$(PY) -m local_runtime --port $(RUNTIME_PORT) --container-url http://127.0.0.1:$(PORT) \
