@@ -25,6 +25,7 @@ import httpx
 SEED = 707070
 HELD_OUT_SEED = 717171
 MAX_TURNS = 3
+COUNT = 96  # the load benchmarks' turns
 MAX_TOKENS = 64
 FIRST_CHOICES = ("auto", "required", "named")
 
@@ -111,3 +112,34 @@ def speculation(answers: list[dict]) -> tuple[int, int, int]:
         accepted += stats.get("num_accepted_draft_tokens", 0)
         tokens += answer["usage"]["completion_tokens"]
     return draft, accepted, tokens
+
+
+def agent_payloads(count: int | None = None) -> list[dict[str, Any]]:
+    """The load benchmarks' agent workload: the sessions' turns replayed as recorded ones are,
+    each turn a request carrying the session so far (the user's request, the corpus's call and
+    its result), so every turn can be sent on its own and the configurations compared on the
+    same requests: the first turn with its rotating tool_choice, the turns after a result with
+    auto (the answer in words, or the next call). HELD_OUT_SEED's sessions, `count` turns."""
+    from bench.structured import CODE
+    from model_data_sources.tool_use import conversation
+
+    rng = random.Random(HELD_OUT_SEED)
+    payloads: list[dict[str, Any]] = []
+    index = 0
+    while len(payloads) < (count or COUNT):
+        messages, tools = conversation(rng, rng.choice(CODE))
+        turns = [i for i, message in enumerate(messages) if message["role"] == "assistant"]
+        calls = messages[turns[0]].get("tool_calls") or []
+        choice: Any = FIRST_CHOICES[index % len(FIRST_CHOICES)]
+        if choice == "named" and calls:
+            choice = {"type": "function", "function": {"name": calls[0]["function"]["name"]}}
+        elif choice != "auto" and not calls:
+            choice = "auto"
+        for number, turn in enumerate(turns):
+            payloads.append({
+                "messages": messages[:turn],
+                "tools": tools,
+                "tool_choice": choice if number == 0 else "auto",
+            })  # fmt: skip
+        index += 1
+    return payloads[: count or COUNT]

@@ -230,9 +230,12 @@ def test_tool_calls_are_part_of_an_answers_text_streamed_or_whole():
     assert json_result(200, body, 0.0, 0.5).text == 'get_time{"city": "Lima"}'
 
 
-def test_the_structured_workload_is_answered_whole_and_ended_by_its_grammars(peagle, tmp_path):
+@pytest.mark.parametrize("workload", ["structured", "agent"])
+def test_the_structured_workload_is_answered_whole_and_ended_by_its_grammars(
+    peagle, tmp_path, workload
+):
     code = main([
-        "run", "--url", peagle.url, "--workload", "structured", "--num-prompts", "6",
+        "run", "--url", peagle.url, "--workload", workload, "--num-prompts", "6",
         "--max-tokens", "48", "--concurrency", "2", "--out-dir", str(tmp_path), "--name", "s",
     ])  # fmt: skip
     assert code == 0

@@ -84,10 +84,12 @@ def add_prompt_args(parser: argparse.ArgumentParser, max_tokens: int = 128) -> N
     group.add_argument("--prompts", type=Path, help="JSONL of chat payloads (default: HumanEval)")
     group.add_argument(
         "--workload",
-        choices=["humaneval", "structured"],
+        choices=["humaneval", "structured", "agent"],
         default="humaneval",
-        help="humaneval (default), or structured: tool calls (auto, required) and JSON-schema "
-        "answers, each ended by its grammar (bench/structured.py)",
+        help="humaneval (default); structured: tool calls (auto, required) and JSON-schema "
+        "answers, each ended by its grammar (bench/structured.py); agent: multi-turn agent "
+        "sessions with tools replayed turn by turn, the call, its result, the answer "
+        "(bench/agent.py)",
     )
     group.add_argument("--num-prompts", type=int, help="use only the first N prompts")
     group.add_argument(
@@ -224,16 +226,22 @@ def serving_target(args: argparse.Namespace) -> Iterator[tuple[str | None, Conta
 
 
 def structured(args: argparse.Namespace) -> bool:
-    return getattr(args, "workload", "humaneval") == "structured"
+    """A workload of grammar-bound answers (tool calls, JSON), each ending where it ends."""
+    return getattr(args, "workload", "humaneval") in ("structured", "agent")
 
 
 def payloads_of(args: argparse.Namespace) -> list[dict[str, Any]]:
-    if structured(args):
-        if args.prompts is not None:
-            raise SystemExit("--workload structured brings its own prompts; leave out --prompts.")
+    workload = getattr(args, "workload", "humaneval")
+    if workload != "humaneval" and args.prompts is not None:
+        raise SystemExit(f"--workload {workload} brings its own prompts; leave out --prompts.")
+    if workload == "structured":
         from bench.structured import structured_payloads
 
         return structured_payloads(args.num_prompts)
+    if workload == "agent":
+        from bench.agent import agent_payloads
+
+        return agent_payloads(args.num_prompts)
     return load_payloads(args.prompts, args.num_prompts, args.api)
 
 
