@@ -61,10 +61,12 @@ class Tally:
 
 @dataclass(frozen=True)
 class Free:
-    """A free answer's call: the tokens up to its JSON, and the JSON's text."""
+    """A free answer's calls: the tokens up to the first call's JSON, the first call's JSON,
+    and the text of every call from there (`call}\n</tool_call>\n<tool_call>\n{...`)."""
 
     opening_ids: list[int]
     call: str
+    calls: str
 
 
 def probes(count: int) -> list[tuple[list[dict], list[dict]]]:
@@ -172,7 +174,8 @@ class Prober:
         )
         if opening is None:
             return None
-        return Free(ids[:opening], call_text(self.tokenizer.decode(ids[opening:])))
+        rest = self.text({"token_ids": ids[opening:]})
+        return Free(ids[:opening], call_text(rest), rest.rstrip())
 
     def measure(self, count: int) -> tuple[dict[str, Tally], int]:
         """Each kind's tally over `count` probes, and how many free answers opened a call."""
@@ -186,20 +189,22 @@ class Prober:
             if free is None:
                 continue
             calls += 1
-            valid, complete = self.grammar.valid_prefix(call_schema(tools), free.call)
+            schema = call_schema(tools)
+            valid, complete = self.grammar.valid_prefix(schema, free.call)
+            # auto and required may make several calls: they answer for every call.
+            every, whole = self.valid_calls(schema, free.calls)
             choices: dict[str, Any] = {"auto": "auto", "required": "required"}
             name = named_in(free.call, tools)
             if name is not None:
                 choices["named"] = {"type": "function", "function": {"name": name}}
             for kind, choice in choices.items():
                 body = {"messages": messages, "tools": tools, "tool_choice": choice}
-                answer = self.text(self.post("chat/completions", body))
-                constrained = (
-                    call_text(answer.removeprefix(OPENING))
-                    if answer.startswith(OPENING)
-                    else answer
-                )
-                tallies[kind].add(free.call, valid, complete, constrained)
+                answer = self.text(self.post("chat/completions", body)).rstrip()
+                answer = answer.removeprefix(OPENING) if answer.startswith(OPENING) else answer
+                if kind == "named":  # one call
+                    tallies[kind].add(free.call, valid, complete, call_text(answer))
+                else:
+                    tallies[kind].add(free.calls, every, whole, answer)
             body = {
                 "prompt": prompt_ids + free.opening_ids,
                 "structured_outputs": {"json": call_schema(tools)},
@@ -207,6 +212,25 @@ class Prober:
             constrained = self.text(self.post("completions", body)).rstrip()
             tallies["json_schema"].add(free.call, valid, complete, constrained)
         return tallies, calls
+
+    def valid_calls(self, schema: dict, calls: str) -> tuple[int, bool]:
+        """How much of a run of calls (the first's opening line cut off) is valid: each call's
+        JSON for the schema, its closing tag, and a newline and the next opening line."""
+        at = 0
+        while True:
+            raw = calls[at:].split(CLOSING, 1)[0]
+            valid, complete = self.valid_prefix(schema, raw.rstrip())
+            if not complete:
+                return at + valid, False
+            at += len(raw) + len(CLOSING)
+            if calls[at:] == "":
+                return at, True
+            if not calls[at:].startswith("\n" + OPENING):
+                return at, False
+            at += 1 + len(OPENING)
+
+    def valid_prefix(self, schema: dict, text: str) -> tuple[int, bool]:
+        return self.grammar.valid_prefix(schema, text)
 
     def close(self) -> None:
         self.http.close()
