@@ -11,7 +11,8 @@
   coldstart   time to the first /ping 200, front and bare vLLM side by side
   image       the built image against the host process: start-up, docker stop, engine kill
   fault       engine stalled and killed, host and image: time to /ping 503 and back to 200
-  retrain     capture a prose workload, fine-tune the P-EAGLE head on it, compare both heads
+  retrain     capture a workload (prose, or agent sessions with tools), fine-tune the P-EAGLE
+              head on it, compare both heads
   ab          one configuration with two environments side by side (the cost of a setting)
   fidelity    constrained tool calls and JSON against the target's free answers, with no
               whitespace allowed (vLLM's disable_any_whitespace) and with the container's bound
