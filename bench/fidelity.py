@@ -13,12 +13,18 @@ each grammar:
 - `json_schema`: the completions route, the prompt followed by the free answer's opening
   `<tool_call>` line, under `structured_outputs.json` = a call's schema (any offered
   function's {"name", "arguments"}).
-The free call's JSON is valid up to some character: the longest prefix the call's schema,
-compiled here as the container compiles it (its structured-outputs config), accepts. A
-constrained answer *follows* the free one when it equals it up to there, and is *equal* when
-the whole free call is valid and the constrained call is the same, byte for byte. Greedy
+The free call's JSON is valid up to some character: the longest prefix valid for the call's
+schema with any spacing (JSON allows whitespace between tokens; compiled here with xgrammar).
+A constrained answer *follows* the free one when it equals it up to there (for `auto` and
+`required`, over every call the free answer made, one per line), and is *equal* when all of
+the free calls are valid and the constrained answer is the same, byte for byte. Greedy
 decoding under a grammar that allows what the model prefers must do both; a grammar that
 forbids the model's spacing parts from it at its first separator.
+
+Two sets of probes: `unseen` (a seed of their own; the demo target's free calls are rarely
+valid whole there, a wrong enum value or a made-up argument, so they show "follows") and
+`seen` (the openings of the target's own training conversations, whose calls it mostly
+writes valid whole, so they show "equal").
 """
 
 from __future__ import annotations
@@ -69,10 +75,21 @@ class Free:
     calls: str
 
 
-def probes(count: int) -> list[tuple[list[dict], list[dict]]]:
+PROBE_SETS = ("unseen", "seen")
+
+
+def probes(count: int, probe_set: str = "unseen") -> list[tuple[list[dict], list[dict]]]:
+    """`unseen`: tool-use openings drawn with a seed of their own. `seen`: the openings of the
+    demo target's own training conversations (model_data_sources/corpus.py draws them from the
+    build's seed; the code answers only fill the draw, so any 200 of them draw the same calls),
+    which it answers with calls that are valid whole far more often."""
     from bench.structured import CODE
     from model_data_sources.tool_use import openings
 
+    if probe_set == "seen":
+        from model_data_sources.trained import SEED as BUILD_SEED
+
+        return openings(BUILD_SEED, count, [("", "")] * 200)
     return openings(SEED, count, CODE)
 
 
@@ -111,10 +128,10 @@ def described(free: str, constrained: str) -> str:
 
 
 class Grammar:
-    """JSON schemas compiled as the container's vLLM compiles them (xgrammar, with the
-    whitespace its structured-outputs config allows)."""
+    """What is valid for a JSON schema, whatever its spacing: xgrammar's grammar of the schema
+    with any whitespace between tokens (JSON allows it), not the container's."""
 
-    def __init__(self, tokenizer: Any, config: Mapping[str, Any]):
+    def __init__(self, tokenizer: Any):
         import xgrammar as xgr
 
         self.xgr = xgr
@@ -122,17 +139,13 @@ class Grammar:
             tokenizer, stop_token_ids=[tokenizer.eos_token_id]
         )
         self.compiler = xgr.GrammarCompiler(info, max_threads=1)
-        if config.get("disable_any_whitespace"):
-            self.options = {"any_whitespace": False, "separators": (",", ":")}
-        else:
-            self.options = {"max_whitespace_cnt": config.get("max_whitespace_cnt")}
         self.stop = tokenizer.eos_token_id
 
     def valid_prefix(self, schema: dict, text: str) -> tuple[int, bool]:
         """How many characters of `text` the schema's grammar accepts, and whether it
         accepts all of it as a whole answer."""
         matcher = self.xgr.GrammarMatcher(
-            self.compiler.compile_json_schema(json.dumps(schema), **self.options)
+            self.compiler.compile_json_schema(json.dumps(schema), any_whitespace=True)
         )
         for index, character in enumerate(text):
             if not matcher.accept_string(character):
@@ -143,13 +156,11 @@ class Grammar:
 class Prober:
     """Free and constrained answers from one container (its front's /v1 routes)."""
 
-    def __init__(
-        self, url: str, tokenizer: Any, config: Mapping[str, Any], max_tokens: int = MAX_TOKENS
-    ):
+    def __init__(self, url: str, tokenizer: Any, max_tokens: int = MAX_TOKENS):
         self.url = url.rstrip("/")
         self.http = httpx.Client(timeout=600)
         self.tokenizer = tokenizer
-        self.grammar = Grammar(tokenizer, config)
+        self.grammar = Grammar(tokenizer)
         self.max_tokens = max_tokens
 
     def post(self, route: str, body: dict) -> dict:
@@ -177,13 +188,13 @@ class Prober:
         rest = self.text({"token_ids": ids[opening:]})
         return Free(ids[:opening], call_text(rest), rest.rstrip())
 
-    def measure(self, count: int) -> tuple[dict[str, Tally], int]:
+    def measure(self, count: int, probe_set: str = "unseen") -> tuple[dict[str, Tally], int]:
         """Each kind's tally over `count` probes, and how many free answers opened a call."""
         from training.chat_render import render_ids
 
         tallies = {kind: Tally() for kind in KINDS}
         calls = 0
-        for messages, tools in probes(count):
+        for messages, tools in probes(count, probe_set):
             prompt_ids = render_ids(self.tokenizer, messages, tools, add_generation_prompt=True)
             free = self.free(prompt_ids)
             if free is None:
@@ -251,6 +262,7 @@ def named_in(call: str, tools: Sequence[dict]) -> str | None:
 
 
 def table(results: Mapping[str, tuple[dict[str, Tally], int]], count: int) -> str:
+    """One column per variant (and probe set)."""
     from bench.report import markdown
 
     rows = [

@@ -143,6 +143,15 @@ def expected(peagle) -> dict[str, object]:
     """What the container's own /v1 answers to each case's request, greedy and whole."""
     with httpx.Client(base_url=peagle.url, timeout=120) as http:
         model = http.get("/v1/models").json()["data"][0]["id"]
+        probe = {}  # DEBUG
+        for limit in (96, 128, 200, 400):  # DEBUG
+            for choice in ("auto", "required"):  # DEBUG
+                body = {"model": model, "messages": TOOL_PROMPT, "max_tokens": limit, "temperature": 0, "tools": [WEATHER_TOOL], "tool_choice": choice}  # DEBUG
+                probe[f"{choice} {limit}"] = http.post("/v1/chat/completions", json=body).json()["choices"][0]  # DEBUG
+        for limit in (64, 200):  # DEBUG
+            body = {"model": model, "messages": JSON_PROMPT, "max_tokens": limit, "temperature": 0, "response_format": JSON_SCHEMA}  # DEBUG
+            probe[f"json {limit}"] = http.post("/v1/chat/completions", json=body).json()["choices"][0]  # DEBUG
+        Path("/tmp/lpt/probe.json").write_text(json.dumps(probe, indent=1))  # DEBUG
         found: dict[str, object] = {"chat": container_answer(http, model, PROMPT)["content"]}
         for name, choice in TOOL_CHOICES.items():
             message = container_answer(
@@ -164,6 +173,7 @@ def test_the_openai_sdk_through_litellms_proxy_gets_the_containers_answers(proxy
         patch.setenv("OPENAI_API_KEY", key)  # the SDK's own variable, as a user sets it
         results = run_calls("litellm-proxy", "litellm_proxy_calls.py", url, MODEL, MAX_TOKENS)
     cases = {case: case.removesuffix(" stream") for case in results}
+    Path("/tmp/lpt/dump.json").write_text(json.dumps({"results": results, "expected": expected}, indent=1))  # DEBUG
     assert set(cases.values()) == set(expected), sorted(results)
     assert len(results) == 2 * len(expected), "each case is asked whole and streamed"
     gaps = []

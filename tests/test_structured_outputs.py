@@ -14,7 +14,7 @@ import httpx
 import jsonschema
 import pytest
 
-from serving.engine_args.agents import JSON_MAX_WHITESPACE, STRUCTURED_OUTPUTS
+from serving.engine_args.agents import JSON_MAX_WHITESPACE
 from serving.errors import RequestRefused
 from serving.tgi import completion_request
 from tests.support.schemas import CITY
@@ -76,19 +76,21 @@ def test_a_json_object_answer_is_json_without_runs_of_whitespace(peagle):
     assert text.lstrip().startswith("{") and longest_gap(text) <= JSON_MAX_WHITESPACE, text
 
 
-def test_a_constrained_call_says_what_the_target_says_freely_while_that_is_valid(peagle):
+@pytest.mark.parametrize("probe_set", ["unseen", "seen"])
+def test_a_constrained_call_says_what_the_target_says_freely_while_that_is_valid(peagle, probe_set):
     """The target's free tool calls (completions route, no grammar) against the same prompts
     under each grammar: tool_choice auto, named and required, and a JSON schema. Each follows
-    the free call byte for byte up to where the free one leaves the schema; with vLLM's
-    disable_any_whitespace each parts from it at the first `": "`."""
+    the free call byte for byte up to where the free one leaves the schema, and equals it where
+    it is valid whole (the `seen` prompts: the target's own training conversations); with
+    vLLM's disable_any_whitespace each parts from it at the first `": "`."""
     from transformers import AutoTokenizer
 
     from bench.fidelity import KINDS, Prober
     from tests.support.containers import DEMO_ROOT
 
     tokenizer = AutoTokenizer.from_pretrained(DEMO_ROOT / "model")
-    prober = Prober(peagle.url, tokenizer, STRUCTURED_OUTPUTS, max_tokens=64)
-    tallies, calls = prober.measure(4)
+    prober = Prober(peagle.url, tokenizer, max_tokens=64)
+    tallies, calls = prober.measure(4, probe_set)
     prober.close()
     assert calls >= 3
     for kind in KINDS:
@@ -96,6 +98,8 @@ def test_a_constrained_call_says_what_the_target_says_freely_while_that_is_valid
         assert tally.follows == tally.probes, (kind, tally.departures)
         assert tally.equal == tally.whole, (kind, tally.departures)
     assert tallies["json_schema"].probes == calls
+    if probe_set == "seen":
+        assert tallies["required"].whole >= 2
 
 
 @pytest.mark.parametrize(
