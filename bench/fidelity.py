@@ -21,10 +21,10 @@ the free calls are valid and the constrained answer is the same, byte for byte. 
 decoding under a grammar that allows what the model prefers must do both; a grammar that
 forbids the model's spacing parts from it at its first separator.
 
-Two sets of probes: `unseen` (a seed of their own; the demo target's free calls are rarely
-valid whole there, a wrong enum value or a made-up argument, so they show "follows") and
-`seen` (the openings of the target's own training conversations, whose calls it mostly
-writes valid whole, so they show "equal").
+The demo target's free calls are rarely valid whole for the tools' schemas (a function that
+is not offered, a value outside an enum): they show "follows". One more kind shows "equal":
+- `call_shape`: the completions route as `json_schema`, under the schema of any call
+  ({"name": a string, "arguments": an object}), for which the free calls are valid whole.
 """
 
 from __future__ import annotations
@@ -39,7 +39,14 @@ import httpx
 SEED = 515151
 COUNT = 24
 MAX_TOKENS = 96
-KINDS = ("auto", "named", "required", "json_schema")
+KINDS = ("auto", "named", "required", "json_schema", "call_shape")
+# Any call: what a JSON-schema request for "a function call" asks, without the tools' enums.
+CALL_SHAPE = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
+    "required": ["name", "arguments"],
+    "additionalProperties": False,
+}
 OPENING, CLOSING = "<tool_call>\n", "\n</tool_call>"
 
 
@@ -73,23 +80,18 @@ class Free:
     opening_ids: list[int]
     call: str
     calls: str
+    boundaries: tuple[int, ...]  # where the free answer's tokens end in `calls`
+
+    def token_boundary(self, valid: int) -> int:
+        """A valid prefix cut back to the free answer's last whole token in it: a grammar
+        admits whole tokens, so a token the prefix ends inside is one it must refuse."""
+        return max(boundary for boundary in self.boundaries if boundary <= valid)
 
 
-PROBE_SETS = ("unseen", "seen")
-
-
-def probes(count: int, probe_set: str = "unseen") -> list[tuple[list[dict], list[dict]]]:
-    """`unseen`: tool-use openings drawn with a seed of their own. `seen`: the openings of the
-    demo target's own training conversations (model_data_sources/corpus.py draws them from the
-    build's seed; the code answers only fill the draw, so any 200 of them draw the same calls),
-    which it answers with calls that are valid whole far more often."""
+def probes(count: int) -> list[tuple[list[dict], list[dict]]]:
     from bench.structured import CODE
     from model_data_sources.tool_use import openings
 
-    if probe_set == "seen":
-        from model_data_sources.trained import SEED as BUILD_SEED
-
-        return openings(BUILD_SEED, count, [("", "")] * 200)
     return openings(SEED, count, CODE)
 
 
@@ -185,16 +187,20 @@ class Prober:
         )
         if opening is None:
             return None
-        rest = self.text({"token_ids": ids[opening:]})
-        return Free(ids[:opening], call_text(rest), rest.rstrip())
+        rest_ids = ids[opening:]
+        rest = self.text({"token_ids": rest_ids})
+        boundaries = tuple(
+            len(self.tokenizer.decode(rest_ids[:n])) for n in range(len(rest_ids) + 1)
+        )
+        return Free(ids[:opening], call_text(rest), rest.rstrip(), boundaries)
 
-    def measure(self, count: int, probe_set: str = "unseen") -> tuple[dict[str, Tally], int]:
+    def measure(self, count: int) -> tuple[dict[str, Tally], int]:
         """Each kind's tally over `count` probes, and how many free answers opened a call."""
         from training.chat_render import render_ids
 
         tallies = {kind: Tally() for kind in KINDS}
         calls = 0
-        for messages, tools in probes(count, probe_set):
+        for messages, tools in probes(count):
             prompt_ids = render_ids(self.tokenizer, messages, tools, add_generation_prompt=True)
             free = self.free(prompt_ids)
             if free is None:
@@ -213,15 +219,20 @@ class Prober:
                 answer = self.text(self.post("chat/completions", body)).rstrip()
                 answer = answer.removeprefix(OPENING) if answer.startswith(OPENING) else answer
                 if kind == "named":  # one call
-                    tallies[kind].add(free.call, valid, complete, call_text(answer))
+                    tallies[kind].add(
+                        free.call, free.token_boundary(valid), complete, call_text(answer)
+                    )
                 else:
-                    tallies[kind].add(free.calls, every, whole, answer)
-            body = {
-                "prompt": prompt_ids + free.opening_ids,
-                "structured_outputs": {"json": call_schema(tools)},
-            }
-            constrained = self.text(self.post("completions", body)).rstrip()
-            tallies["json_schema"].add(free.call, valid, complete, constrained)
+                    tallies[kind].add(free.calls, free.token_boundary(every), whole, answer)
+            for kind, json_schema in (("json_schema", schema), ("call_shape", CALL_SHAPE)):
+                body = {
+                    "prompt": prompt_ids + free.opening_ids,
+                    "structured_outputs": {"json": json_schema},
+                }
+                constrained = self.text(self.post("completions", body)).rstrip()
+                if kind == "call_shape":
+                    valid, complete = self.valid_prefix(json_schema, free.call)
+                tallies[kind].add(free.call, free.token_boundary(valid), complete, constrained)
         return tallies, calls
 
     def valid_calls(self, schema: dict, calls: str) -> tuple[int, bool]:

@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from bench import agent
 from bench.acceptance import acceptance_per_position, parse_counters
-from bench.configuration import Configuration, LocalContainer
+from bench.configuration import Configuration, LocalContainer, parse_configuration
 from bench.prompts import CODE_INSTRUCTION, humaneval_prompts, prose_prompts
 from serving import paths
 
@@ -35,6 +35,7 @@ HELD_OUT_SESSIONS = 32
 MAX_TOKENS = 64
 CAPTURE_CLIENTS = 4
 WORKLOADS = ("prose", "agent")
+NO_SPECULATION = "no speculation"
 
 # One item of a workload sent, its answers back (a session's several).
 Send = Callable[[httpx.Client, Any], list[dict]]
@@ -150,9 +151,11 @@ def compare(
     workloads: dict[str, tuple[Sequence[Any], Send]],
     out: Path,
     concurrencies: tuple[int, ...] = (1, 4),
+    no_speculation: bool = False,
 ) -> list[dict]:
-    """Each workload at each concurrency on each head's container in turn, both containers
-    up together: one row per (workload, concurrency, head)."""
+    """Each workload at each concurrency on each head's container in turn, all containers up
+    together: one row per (workload, concurrency, head); with `no_speculation`, the target
+    alone beside them (head NO_SPECULATION), for P-EAGLE / none."""
     containers = {
         name: LocalContainer(
             replace(configuration, drafter=paths.channel_dir(opt_ml)),
@@ -161,6 +164,10 @@ def compare(
         )
         for name, opt_ml in heads.items()
     }
+    if no_speculation:
+        first = next(iter(heads.values()))
+        none = parse_configuration("none", paths.channel_dir(first))
+        containers[NO_SPECULATION] = LocalContainer(none, first, log_path=out / "compare-none.log")
     rows = []
     total = (
         sum(len(items) for items, _ in workloads.values()) * len(containers) * len(concurrencies)
@@ -239,6 +246,7 @@ def run_loop(
         {"base": opt_ml, "fine-tuned": loop.tuned},
         workloads_for(loop.load, code_prompts),
         out,
+        no_speculation=workload_name == "agent",
     )
     return {
         "configuration": configuration.describe(),
@@ -278,10 +286,22 @@ def table(result: dict) -> str:
         tuned, base = by_key[workload, concurrency, head], by_key[workload, concurrency, "base"]
         length = tuned["mean_acceptance_length"] / base["mean_acceptance_length"]
         speed = tuned["output_tokens_per_s"] / base["output_tokens_per_s"]
-        lines.append(
+        line = (
             f"- {workload}, c={concurrency}: fine-tuned / base acceptance length {length:.2f}x, "
             f"output tok/s {speed:.2f}x"
         )
+        none = by_key.get((workload, concurrency, NO_SPECULATION))
+        if none:
+            speeds = {
+                name: by_key[workload, concurrency, name]["output_tokens_per_s"]
+                for name in ("base", "fine-tuned")
+            }
+            ratios = [
+                f"{name} {speed / none['output_tokens_per_s']:.2f}x"
+                for name, speed in speeds.items()
+            ]
+            line += f"; P-EAGLE / no speculation: {', '.join(ratios)}"
+        lines.append(line)
     return "\n".join(lines)
 
 

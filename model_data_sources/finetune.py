@@ -63,10 +63,18 @@ def chat_prompt_ids(tokenizer, chat: Chat) -> list[int]:
     return render_ids(tokenizer, messages_of(chat), tools_of(chat), add_generation_prompt=True)
 
 
+# An agent session's later turns carry its calls and their results: in this small vocabulary
+# a two-tool session's second turn is 250-400 tokens. Keeping them (up to twice the window the
+# head first learned tool openings in) took the captured turns kept from 174 to all 246 in
+# `make retrain-agent-demo`.
+AGENT_PROMPT_WINDOWS = 2
+
+
 def prompt_limit(recipe: Recipe, chat: Chat) -> int:
-    """The longest prompt kept: tool schemas are long in this small vocabulary, and the
-    demo head learned tool-use prompts up to its window, as it did here."""
-    return recipe.window if tools_of(chat) else recipe.max_prompt_tokens
+    """The longest prompt kept: tool schemas and results are long in this small vocabulary."""
+    if tools_of(chat):
+        return AGENT_PROMPT_WINDOWS * recipe.window
+    return recipe.max_prompt_tokens
 
 
 def load_head(head_dir: Path, recipe: Recipe) -> DraftHead:

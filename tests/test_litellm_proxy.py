@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import subprocess
 import time
@@ -26,7 +27,7 @@ from tests.support.schemas import CITY
 
 ENDPOINT = "my-endpoint"
 MODEL = "demo"  # the proxy's name for the endpoint; MODEL-stream is its streamed twin
-MAX_TOKENS = 64
+MAX_TOKENS = 96  # tool_choice "required" writes two calls; 64 cuts the second short
 # What tests/clients/calls/litellm_proxy_calls.py asks (its prompts, common.py's tool), so
 # the container can be asked the same.
 PROMPT = [{"role": "user", "content": "def fibonacci(n):"}]
@@ -56,10 +57,23 @@ JSON_SCHEMA = {
     "type": "json_schema",
     "json_schema": {"name": "city", "schema": CITY, "strict": True},
 }
+# The container's CustomAttributes on an answer it drafted for (serving/answers.py).
+SPECULATION = (
+    r"speculation-mean-acceptance-length=\d+\.\d\d,"
+    r"speculation-draft-tokens=(?P<drafted>\d+),speculation-accepted-tokens=(?P<accepted>\d+)"
+)
 # What does not pass through the proxy, found in LiteLLM's own source: the case, why, and the
 # error it must still end in (another error is a new failure). An entry that starts passing
 # fails: drop it then.
-UPSTREAM: dict[str, tuple[str, str]] = {}
+UPSTREAM = {
+    "metrics stream": (
+        "litellm 1.110.2 rebuilds every streamed chunk (litellm_core_utils/streaming_handler.py,"
+        " CustomStreamWrapper.chunk_creator via model_response_creator) and copies only the "
+        "choices, usage and provider_specific_fields, so the container's `metrics` in its usage "
+        "chunk stop at the proxy; whole answers keep them, and their CustomAttributes",
+        "LookupError",
+    ),
+}
 
 
 def proxy_config(runtime_url: str) -> dict:
@@ -138,20 +152,24 @@ def container_answer(http: httpx.Client, model: str, messages: list, **fields) -
     return answer.json()["choices"][0]["message"]
 
 
+def container_stream_metrics(http: httpx.Client, model: str) -> dict | None:
+    """The speculation counts in the container's own stream, asked for with include_usage."""
+    body = {"model": model, "messages": PROMPT, "max_tokens": MAX_TOKENS, "temperature": 0}
+    body |= {"stream": True, "stream_options": {"include_usage": True}}
+    found = None
+    with http.stream("POST", "/v1/chat/completions", json=body) as answer:
+        for line in answer.iter_lines():
+            if line.startswith("data: {"):
+                chunk = json.loads(line.removeprefix("data: "))
+                found = (chunk.get("metrics") or {}).get("speculative_decoding") or found
+    return found
+
+
 @pytest.fixture(scope="module")
 def expected(peagle) -> dict[str, object]:
     """What the container's own /v1 answers to each case's request, greedy and whole."""
     with httpx.Client(base_url=peagle.url, timeout=120) as http:
         model = http.get("/v1/models").json()["data"][0]["id"]
-        probe = {}  # DEBUG
-        for limit in (96, 128, 200, 400):  # DEBUG
-            for choice in ("auto", "required"):  # DEBUG
-                body = {"model": model, "messages": TOOL_PROMPT, "max_tokens": limit, "temperature": 0, "tools": [WEATHER_TOOL], "tool_choice": choice}  # DEBUG
-                probe[f"{choice} {limit}"] = http.post("/v1/chat/completions", json=body).json()["choices"][0]  # DEBUG
-        for limit in (64, 200):  # DEBUG
-            body = {"model": model, "messages": JSON_PROMPT, "max_tokens": limit, "temperature": 0, "response_format": JSON_SCHEMA}  # DEBUG
-            probe[f"json {limit}"] = http.post("/v1/chat/completions", json=body).json()["choices"][0]  # DEBUG
-        Path("/tmp/lpt/probe.json").write_text(json.dumps(probe, indent=1))  # DEBUG
         found: dict[str, object] = {"chat": container_answer(http, model, PROMPT)["content"]}
         for name, choice in TOOL_CHOICES.items():
             message = container_answer(
@@ -164,7 +182,35 @@ def expected(peagle) -> dict[str, object]:
             found[f"tools {name}"] = {"calls": calls, "content": message["content"] or None}
         text = container_answer(http, model, JSON_PROMPT, response_format=JSON_SCHEMA)["content"]
         found["json_schema"] = json.loads(text)
+        # The stream's counts are there to pass on (UPSTREAM's "metrics stream").
+        assert container_stream_metrics(http, model), "the container's stream has no metrics"
     return found
+
+
+def check(case: str, text: str, expected: dict[str, object]) -> None:
+    """One case's answer through the proxy against the container's own."""
+    kind = case.removesuffix(" stream")
+    if kind == "custom attributes":
+        # P-EAGLE's counts for this answer, as boto3's CustomAttributes would show them.
+        counts = re.fullmatch(SPECULATION, text)
+        assert counts, (case, text)
+        assert 0 <= int(counts["accepted"]) <= int(counts["drafted"]), (case, text)
+    elif kind == "metrics":
+        # vLLM's per-request speculation, as the container's own answer carries it.
+        stats = json.loads(text)
+        assert isinstance(stats, dict), (case, text)
+        assert 0 <= stats["num_accepted_draft_tokens"] <= stats["num_draft_tokens"], stats
+        assert stats["mean_acceptance_length"] >= 1, stats
+    elif kind == "chat":
+        assert text == expected[kind], case
+    elif kind.startswith("tools "):
+        answer = json.loads(text)
+        assert answer["calls"], (case, answer)  # the demo target calls the tool
+        assert answer == expected[kind], case
+    else:
+        answer = json.loads(text)
+        jsonschema.validate(answer, CITY)
+        assert answer == expected[kind], case
 
 
 def test_the_openai_sdk_through_litellms_proxy_gets_the_containers_answers(proxy, expected):
@@ -172,13 +218,11 @@ def test_the_openai_sdk_through_litellms_proxy_gets_the_containers_answers(proxy
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("OPENAI_API_KEY", key)  # the SDK's own variable, as a user sets it
         results = run_calls("litellm-proxy", "litellm_proxy_calls.py", url, MODEL, MAX_TOKENS)
-    cases = {case: case.removesuffix(" stream") for case in results}
-    Path("/tmp/lpt/dump.json").write_text(json.dumps({"results": results, "expected": expected}, indent=1))  # DEBUG
-    assert set(cases.values()) == set(expected), sorted(results)
-    assert len(results) == 2 * len(expected), "each case is asked whole and streamed"
+    kinds = [*expected, "metrics"]
+    asked_both_ways = {f"{kind}{way}" for kind in kinds for way in ("", " stream")}
+    assert set(results) == asked_both_ways | {"custom attributes"}, sorted(results)
     gaps = []
-    for case, kind in cases.items():
-        result = results[case]
+    for case, result in results.items():
         if case in UPSTREAM:
             why, error = UPSTREAM[case]
             assert "error" in result, f"{case} passes now: drop it from UPSTREAM ({result})"
@@ -186,15 +230,6 @@ def test_the_openai_sdk_through_litellms_proxy_gets_the_containers_answers(proxy
             gaps.append(f"{case}: {why}")
             continue
         assert "text" in result, f"{case}: {result.get('trace') or result}"
-        if kind == "chat":
-            assert result["text"] == expected[kind], case
-        elif kind.startswith("tools "):
-            answer = json.loads(result["text"])
-            assert answer["calls"], (case, answer)  # the demo target calls the tool
-            assert answer == expected[kind], case
-        else:
-            answer = json.loads(result["text"])
-            jsonschema.validate(answer, CITY)
-            assert answer == expected[kind], case
+        check(case, result["text"], expected)
     if gaps:
         pytest.xfail("; ".join(gaps))

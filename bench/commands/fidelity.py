@@ -34,7 +34,7 @@ def command(args: argparse.Namespace) -> int:
     from transformers import AutoTokenizer
 
     from bench.configuration import LocalContainer
-    from bench.fidelity import KINDS, PROBE_SETS, Prober, table
+    from bench.fidelity import KINDS, Prober, table
     from bench.report import write_json
     from serving import paths
 
@@ -61,11 +61,10 @@ def command(args: argparse.Namespace) -> int:
         for name, container in containers.items():
             print(f"starting {name} on {container.url} ...", file=sys.stderr, flush=True)
             container.wait_ready()
-        for probe_set in PROBE_SETS:
-            for name, container in containers.items():
-                prober = Prober(container.url, tokenizer, args.max_tokens)
-                results[f"{name}, {probe_set}"] = prober.measure(args.num_probes, probe_set)
-                prober.close()
+        for name, container in containers.items():
+            prober = Prober(container.url, tokenizer, args.max_tokens)
+            results[name] = prober.measure(args.num_probes)
+            prober.close()
     text = table(results, args.num_probes)
     departures = [
         f"- {name}, `{kind}`: {departure}"

@@ -1,6 +1,7 @@
 """The plain OpenAI SDK on LiteLLM's proxy, which turns each call into a `sagemaker_chat/`
 InvokeEndpoint call: chat, tools under each tool_choice and response_format json_schema, whole
-and streamed (streamed calls put together from their deltas, as the SDK's users do). The first
+and streamed (streamed calls put together from their deltas, as the SDK's users do), and the
+container's speculation counts (CustomAttributes, metrics). The first
 argument is the proxy's URL, the second the proxy's model name for whole answers (its streamed
 twin is that name plus `-stream`, tests/test_litellm_proxy.py); the key is OPENAI_API_KEY, the
 proxy's master key, as a user of the SDK sets it."""
@@ -67,6 +68,37 @@ def structured(stream: bool) -> str:
     return ask(JSON_MESSAGES, stream, response_format=JSON_SCHEMA)[0]
 
 
+def custom_attributes() -> str:
+    """The endpoint's CustomAttributes (the container's speculation counts), which the proxy
+    hands on as an `llm_provider-` header of a whole answer."""
+    raw = api.chat.completions.with_raw_response.create(
+        model=ENDPOINT, messages=MESSAGES, max_tokens=MAX_TOKENS, temperature=0
+    )
+    return raw.headers.get("llm_provider-x-amzn-sagemaker-custom-attributes", "")
+
+
+def metrics(stream: bool) -> str:
+    """The container's `metrics.speculative_decoding`: in a whole answer's body, or in the
+    stream's usage chunk (asked for with include_usage)."""
+    fields = {"model": ENDPOINT, "messages": MESSAGES, "max_tokens": MAX_TOKENS, "temperature": 0}
+    if not stream:
+        raw = api.chat.completions.with_raw_response.create(**fields)
+        return json.dumps(
+            (raw.http_response.json().get("metrics") or {}).get("speculative_decoding")
+        )
+    fields["model"] = f"{ENDPOINT}-stream"
+    answer = api.chat.completions.create(
+        **fields, stream=True, stream_options={"include_usage": True}
+    )
+    found = [chunk.model_extra.get("metrics") for chunk in answer if chunk.model_extra]
+    found = [
+        each["speculative_decoding"] for each in found if each and each.get("speculative_decoding")
+    ]
+    if not found:
+        raise LookupError("no chunk of the stream carries metrics.speculative_decoding")
+    return json.dumps(found[-1])
+
+
 report(
     {
         "chat": lambda: chat(False),
@@ -79,5 +111,8 @@ report(
         "tools named stream": lambda: tools(NAMED, True),
         "json_schema": lambda: structured(False),
         "json_schema stream": lambda: structured(True),
+        "custom attributes": custom_attributes,
+        "metrics": lambda: metrics(False),
+        "metrics stream": lambda: metrics(True),
     }
 )
