@@ -3,7 +3,8 @@
 environment, in front of the local SageMaker Runtime and the real container with P-EAGLE on, and
 the plain OpenAI SDK calling the proxy's /v1. Chat, tool calls under each tool_choice and
 response_format json_schema, whole and streamed, answer what the container's own /v1 answers to
-the same greedy request (docs/clients.md, "OpenAI-only frameworks")."""
+the same greedy request, and P-EAGLE's counts come back; what stops at the proxy fails as
+recorded (docs/clients.md, "OpenAI-only frameworks: LiteLLM's proxy")."""
 
 from __future__ import annotations
 
@@ -67,10 +68,10 @@ SPECULATION = (
 # fails: drop it then.
 UPSTREAM = {
     "metrics stream": (
-        "litellm 1.110.2 rebuilds every streamed chunk (litellm_core_utils/streaming_handler.py,"
-        " CustomStreamWrapper.chunk_creator via model_response_creator) and copies only the "
-        "choices, usage and provider_specific_fields, so the container's `metrics` in its usage "
-        "chunk stop at the proxy; whole answers keep them, and their CustomAttributes",
+        "litellm 1.110.2 builds every streamed chunk anew (litellm_core_utils/streaming_handler"
+        ".py, CustomStreamWrapper.chunk_creator and model_response_creator) and carries over "
+        "only the deltas, usage and provider_specific_fields, so the `metrics` of the "
+        "container's usage chunk stop at the proxy; whole answers keep them, and CustomAttributes",
         "LookupError",
     ),
 }
@@ -187,6 +188,10 @@ def expected(peagle) -> dict[str, object]:
     return found
 
 
+# Each case is asked whole and streamed; "custom attributes" only whole (a stream has none).
+KINDS = ["chat", *(f"tools {name}" for name in TOOL_CHOICES), "json_schema", "metrics"]
+
+
 def check(case: str, text: str, expected: dict[str, object]) -> None:
     """One case's answer through the proxy against the container's own."""
     kind = case.removesuffix(" stream")
@@ -213,23 +218,69 @@ def check(case: str, text: str, expected: dict[str, object]) -> None:
         assert answer == expected[kind], case
 
 
-def test_the_openai_sdk_through_litellms_proxy_gets_the_containers_answers(proxy, expected):
+@pytest.fixture(scope="module")
+def results(proxy) -> dict[str, dict]:
+    """Every case of the calls script, run once through the proxy."""
     url, key = proxy
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("OPENAI_API_KEY", key)  # the SDK's own variable, as a user sets it
-        results = run_calls("litellm-proxy", "litellm_proxy_calls.py", url, MODEL, MAX_TOKENS)
-    kinds = [*expected, "metrics"]
-    asked_both_ways = {f"{kind}{way}" for kind in kinds for way in ("", " stream")}
-    assert set(results) == asked_both_ways | {"custom attributes"}, sorted(results)
-    gaps = []
+        found = run_calls("litellm-proxy", "litellm_proxy_calls.py", url, MODEL, MAX_TOKENS)
+    asked_both_ways = {f"{kind}{way}" for kind in KINDS for way in ("", " stream")}
+    assert set(found) == asked_both_ways | {"custom attributes"}, sorted(found)
+    return found
+
+
+def test_the_openai_sdk_through_litellms_proxy_gets_the_containers_answers(results, expected):
     for case, result in results.items():
-        if case in UPSTREAM:
-            why, error = UPSTREAM[case]
-            assert "error" in result, f"{case} passes now: drop it from UPSTREAM ({result})"
-            assert error in result["error"], (case, result)
-            gaps.append(f"{case}: {why}")
-            continue
-        assert "text" in result, f"{case}: {result.get('trace') or result}"
-        check(case, result["text"], expected)
-    if gaps:
-        pytest.xfail("; ".join(gaps))
+        if case not in UPSTREAM:
+            assert "text" in result, f"{case}: {result.get('trace') or result}"
+            check(case, result["text"], expected)
+
+
+def test_what_does_not_pass_through_the_proxy_fails_as_recorded(results):
+    for case, (_, error) in UPSTREAM.items():
+        assert "error" in results[case], f"{case} passes now: drop it from UPSTREAM"
+        assert error in results[case]["error"], (case, results[case])
+    pytest.xfail("; ".join(f"{case}: {why}" for case, (why, _) in UPSTREAM.items()))
+
+
+# The section of docs/clients.md that shows this: its local config is the one written here, its
+# real-endpoint config the same bar sagemaker_base_url, and its snippet runs through the proxy.
+CLIENTS_DOC = Path(__file__).parents[1] / "docs" / "clients.md"
+DOC_HEADING = "## OpenAI-only frameworks: LiteLLM's proxy\n"
+DOC_MODEL = "qwen3-coder-peagle"
+
+
+def doc_section() -> str:
+    return CLIENTS_DOC.read_text().split(DOC_HEADING, 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_documented_configs_are_the_ones_tested():
+    local, real = proxy_config("http://127.0.0.1:8081"), proxy_config("unused")
+    for entry in real["model_list"]:
+        entry["litellm_params"].pop("sagemaker_base_url")
+        entry["litellm_params"]["model"] = f"sagemaker_chat/{DOC_MODEL}"
+        entry["model_name"] = DOC_MODEL
+    real["model_list"] = real["model_list"][:1]  # one entry serves both routes
+    configs = [
+        yaml.safe_load(code) for code in re.findall(r"```yaml\n(.*?)```", doc_section(), re.S)
+    ]
+    assert configs == [real, local]
+
+
+def test_the_documented_snippet_runs_through_the_proxy(proxy, peagle):
+    url, key = proxy
+    code = "\n".join(re.findall(r"```python\n(.*?)```", doc_section(), flags=re.S))
+    code = code.replace("http://127.0.0.1:4000", url).replace(DOC_MODEL, MODEL)
+    ran = subprocess.run(
+        [str(client_python("litellm-proxy")), "-c", code],
+        env={**os.environ, "LITELLM_MASTER_KEY": key},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    messages = [{"role": "user", "content": "What is deep learning?"}]
+    body = {"messages": messages, "max_tokens": 32, "temperature": 0}
+    greedy = httpx.post(f"{peagle.url}/invocations", json=body, timeout=120).json()
+    assert ran.stdout == greedy["choices"][0]["message"]["content"] + "\n"
