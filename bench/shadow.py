@@ -169,8 +169,11 @@ def measure(
     out_dir: Path,
     sample: int,
     rounds: int,
+    shadow_root: Path | None = None,
 ) -> dict[str, Any]:
-    bad_tree = random_head_tree(opt_ml_root, out_dir / "random-head")
+    """The rehearsal with `shadow_root`'s head as the shadow (a random head when None), then
+    the shadow's cost over `rounds` rounds (left out at 0)."""
+    bad_tree = shadow_root or random_head_tree(opt_ml_root, out_dir / "random-head")
     good = LocalContainer(configuration, opt_ml_root, out_dir / "logs" / "production.log")
     bad = LocalContainer(
         replace(configuration, drafter=paths.channel_dir(bad_tree)),
@@ -184,5 +187,9 @@ def measure(
         bad.wait_ready()
         rehearsal = rehearse(good.url, bad.url, rehearsal_payloads, out_dir, sample)
         print(rehearsal["comparison"], file=sys.stderr, flush=True)
-        costs = overhead(good.url, bad.url, overhead_payloads, out_dir, rounds, sample)
+        costs = (
+            overhead(good.url, bad.url, overhead_payloads, out_dir, rounds, sample)
+            if rounds
+            else {}
+        )
     return {"rehearsal": rehearsal, "overhead": costs}

@@ -98,7 +98,7 @@ def test_a_constrained_call_says_what_the_target_says_freely_while_that_is_valid
         assert tally.follows == tally.probes, (kind, tally.departures)
         assert tally.equal == tally.whole, (kind, tally.departures)
     assert tallies["json_schema"].probes == calls
-    assert tallies["call_shape"].whole >= 2
+    assert tallies["call_shape"].whole >= 1
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ shadow, compare's verdict), then the production path's latency with a shadow att
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from bench import report
@@ -15,7 +16,10 @@ from bench.commands.common import (
 )
 from bench.prompts import sampled
 
-HELP = "head rollout rehearsal: a random head as the shadow, compare, and the shadow's cost"
+HELP = (
+    "head rollout rehearsal: a random head (or --shadow-opt-ml-root's) as the shadow, compare, "
+    "and the shadow's cost"
+)
 
 
 def add_parser(commands: Any) -> None:
@@ -28,7 +32,18 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--overhead-prompts", type=int, default=32, help="prompts per overhead round (%(default)s)"
     )
-    parser.add_argument("--rounds", type=int, default=4, help="alternating rounds (%(default)s)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="alternating rounds (%(default)s; 0 leaves the shadow's cost out)",
+    )
+    parser.add_argument(
+        "--shadow-opt-ml-root",
+        type=Path,
+        help="a model tree whose head is the shadow (e.g. a retrained head: make "
+        "retrain-agent-demo's build/retrain-agent/opt_ml); default a random head",
+    )
 
 
 def command(args: argparse.Namespace) -> int:
@@ -50,12 +65,13 @@ def command(args: argparse.Namespace) -> int:
         args.out_dir,
         args.sample,
         args.rounds,
+        args.shadow_opt_ml_root.absolute() if args.shadow_opt_ml_root else None,
     )
     report.write_json(args.out_dir / "shadow.json", result)
     rehearsed = result["rehearsal"]
     lines = [
         f"rehearsal: {rehearsed['requests']} requests through the local runtime, "
-        f"{rehearsed['shadow']['mirrored']} mirrored to the random-head shadow "
+        f"{rehearsed['shadow']['mirrored']} mirrored to the shadow "
         f"({rehearsed['shadow']['failed']} failed); production's answers identical to the "
         f"container's own: {rehearsed['answers_identical']}/{rehearsed['requests']}",
         "",
@@ -66,9 +82,11 @@ def command(args: argparse.Namespace) -> int:
     ]
     labels = {
         "standin": "stand-in (the runtime's own cost)",
-        "engine": "random-head engine on the same cores",
+        "engine": "the shadow's engine on the same cores",
     }
     for name, label in labels.items():
+        if name not in result["overhead"]:
+            continue
         figures = result["overhead"][name]
         plain, shadowed = figures["direct"], figures["front"]
         lines.append(
