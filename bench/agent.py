@@ -114,6 +114,27 @@ def speculation(answers: list[dict]) -> tuple[int, int, int]:
     return draft, accepted, tokens
 
 
+def with_call_ids(messages: list[dict], session: int) -> list[dict]:
+    """The corpus's conversation with the ids the OpenAI API requires: each call an `id`, each
+    result the `tool_call_id` of the call it answers, in order."""
+    named: list[dict] = []
+    pending: list[str] = []
+    made = 0
+    for message in messages:
+        if message.get("tool_calls"):
+            calls = []
+            for call in message["tool_calls"]:
+                call_id = f"call_{session}_{made}"
+                made += 1
+                pending.append(call_id)
+                calls.append({"id": call_id, **call})
+            message = {**message, "tool_calls": calls}
+        elif message["role"] == "tool" and pending:
+            message = {**message, "tool_call_id": pending.pop(0)}
+        named.append(message)
+    return named
+
+
 def agent_payloads(count: int | None = None) -> list[dict[str, Any]]:
     """The load benchmarks' agent workload: the sessions' turns replayed as recorded ones are,
     each turn a request carrying the session so far (the user's request, the corpus's call and
@@ -135,6 +156,7 @@ def agent_payloads(count: int | None = None) -> list[dict[str, Any]]:
             choice = {"type": "function", "function": {"name": calls[0]["function"]["name"]}}
         elif choice != "auto" and not calls:
             choice = "auto"
+        messages = with_call_ids(messages, index)
         for number, turn in enumerate(turns):
             payloads.append({
                 "messages": messages[:turn],
