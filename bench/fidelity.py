@@ -15,9 +15,10 @@ each grammar:
   function's {"name", "arguments"}).
 The free call's JSON is valid up to some character: the longest prefix valid for the call's
 schema with any spacing (JSON allows whitespace between tokens; compiled here with xgrammar).
-A constrained answer *follows* the free one when it equals it up to there (for `auto` and
-`required`, over every call the free answer made, one per line), and is *equal* when all of
-the free calls are valid and the constrained answer is the same, byte for byte. Greedy
+A constrained answer *follows* the free one when it equals it up to there (for `auto`, over
+every call the free answer made, one per line; `required` ends after one call in vLLM 0.32),
+and is *equal* when the free calls are valid whole and the constrained answer is the same,
+byte for byte. Greedy
 decoding under a grammar that allows what the model prefers must do both; a grammar that
 forbids the model's spacing parts from it at its first separator.
 
@@ -208,7 +209,9 @@ class Prober:
             calls += 1
             schema = call_schema(tools)
             valid, complete = self.grammar.valid_prefix(schema, free.call)
-            # auto and required may make several calls: they answer for every call.
+            # auto may make several calls: it answers for every call. vLLM's required ends
+            # after the first (its Hermes-style tag joins calls with no separator, and the
+            # templates write a newline), so it answers for one, as named does.
             every, whole = self.valid_calls(schema, free.calls)
             choices: dict[str, Any] = {"auto": "auto", "required": "required"}
             name = named_in(free.call, tools)
@@ -218,7 +221,7 @@ class Prober:
                 body = {"messages": messages, "tools": tools, "tool_choice": choice}
                 answer = self.text(self.post("chat/completions", body)).rstrip()
                 answer = answer.removeprefix(OPENING) if answer.startswith(OPENING) else answer
-                if kind == "named":  # one call
+                if kind in ("named", "required"):  # one call
                     tallies[kind].add(
                         free.call, free.token_boundary(valid), complete, call_text(answer)
                     )

@@ -21,10 +21,6 @@ from tests.support.schemas import WEATHER
 
 ENDPOINT = "my-endpoint"
 MAX_TOKENS = 64
-# tool_choice "required" keeps the demo target's parallel calls (vllm_patches/
-# hermes_parallel_calls.py), and it writes two: 64 tokens cut the second. Strands asks with
-# auto only, and its round trip's reply runs past 96 once both calls are answered.
-CALLS_MAX_TOKENS = 96
 # Known upstream gaps no container can fill: the case, the release, what it does, and the
 # error it must still end in (another error is a new failure, not this gap).
 UPSTREAM = {
@@ -46,13 +42,12 @@ DEMO_TARGET_GAPS = {
         "MaxTokensReachedException",
     ),
 }
-# Each client: its environment, its script, whether it calls the local runtime or /v1, and
-# its max_tokens.
+# Each client: its environment, its script, and whether it calls the local runtime or /v1.
 CLIENTS = {
-    "strands agents": ("strands", "strands_calls.py", "runtime", MAX_TOKENS),
-    "openai sdk": ("openai", "openai_tool_calls.py", "container", CALLS_MAX_TOKENS),
-    "litellm": ("litellm-langchain", "litellm_tool_calls.py", "runtime", CALLS_MAX_TOKENS),
-    "langchain-aws": ("litellm-langchain", "langchain_tool_calls.py", "runtime", CALLS_MAX_TOKENS),
+    "strands agents": ("strands", "strands_calls.py", "runtime"),
+    "openai sdk": ("openai", "openai_tool_calls.py", "container"),
+    "litellm": ("litellm-langchain", "litellm_tool_calls.py", "runtime"),
+    "langchain-aws": ("litellm-langchain", "langchain_tool_calls.py", "runtime"),
 }
 
 
@@ -92,9 +87,9 @@ def assert_calls_follow_the_schema(case: str, calls: list) -> None:
 
 @pytest.mark.parametrize("client", list(CLIENTS))
 def test_the_agent_client_calls_the_tool_as_the_target_alone_would(client, urls):
-    env, script, target, max_tokens = CLIENTS[client]
-    with_peagle = run_calls(env, script, urls[target]["peagle"], ENDPOINT, max_tokens)
-    alone = run_calls(env, script, urls[target]["plain"], ENDPOINT, max_tokens)
+    env, script, target = CLIENTS[client]
+    with_peagle = run_calls(env, script, urls[target]["peagle"], ENDPOINT, MAX_TOKENS)
+    alone = run_calls(env, script, urls[target]["plain"], ENDPOINT, MAX_TOKENS)
     fast, slow = outcomes(with_peagle), outcomes(alone)
     assert fast == slow
     fast = {case: outcome for case, outcome in fast.items() if "error" not in outcome}

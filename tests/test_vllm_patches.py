@@ -124,46 +124,6 @@ def test_json_whitespace_is_bounded_not_forbidden_in_schemas_and_tool_calls():
     assert refused == [True, True]
 
 
-# vLLM's own structural tag for a hermes `tool_choice: required` request, compiled by its
-# xgrammar backend: one call, and two calls one per line as the templates write them, each
-# followed by the end of the answer.
-PARALLEL = """
-import json, sys
-from types import SimpleNamespace
-from transformers import AutoTokenizer
-from vllm.config.structured_outputs import StructuredOutputsConfig
-from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionToolsParam
-from vllm.tool_parsers.structural_tag_registry import get_model_structural_tag
-from vllm.tool_parsers.tool_strict_level import ToolStrictLevel
-from vllm.v1.structured_output.backend_types import StructuredOutputOptions
-from vllm.v1.structured_output.backend_xgrammar import XgrammarBackend
-tokenizer = AutoTokenizer.from_pretrained(sys.argv[1])
-parameters = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-function = {"name": "get_time", "parameters": parameters}
-tool = ChatCompletionToolsParam(type="function", function=function)
-tag = get_model_structural_tag(
-    "hermes", [tool], "required", False, strict_level=ToolStrictLevel.PARAMETER)
-config = SimpleNamespace(
-    structured_outputs_config=StructuredOutputsConfig(backend="xgrammar"),
-    model_config=None, speculative_config=None)
-backend = XgrammarBackend(config, tokenizer=tokenizer, vocab_size=len(tokenizer))
-call = '<tool_call>\\n{"name": "get_time", "arguments": {"city": "%s"}}\\n</tool_call>'
-def ends(text):
-    matcher = backend.compile_grammar(
-        StructuredOutputOptions.STRUCTURAL_TAG, tag.model_dump_json()).matcher
-    return matcher.accept_string(text) and matcher.accept_token(tokenizer.eos_token_id)
-print(json.dumps([ends(call % "Oslo"), ends(call % "Oslo" + "\\n" + call % "Lima")]))
-"""
-
-
-def test_a_required_tool_choice_keeps_parallel_calls_written_one_per_line():
-    ran = subprocess.run(
-        [sys.executable, "-c", PARALLEL, str(DEMO_ROOT / "model")], capture_output=True, text=True
-    )
-    assert ran.returncode == 0, ran.stderr[-2000:]
-    assert json.loads(ran.stdout.splitlines()[-1]) == [True, True]
-
-
 # The engine loop's body (EngineCoreProc._process_engine_step) run on a stand-in engine that
 # records its calls: which comes first cannot be seen from outside a real engine (the speed it
 # buys is `bench`'s to show; vllm_patches/drafts_before_outputs.py has the figures).

@@ -88,14 +88,12 @@ def patches() -> list[Patch]:
     from vllm_patches import (
         draft_tokens_per_position,
         drafts_before_outputs,
-        hermes_parallel_calls,
         json_whitespace_bound,
         parallel_drafting_dynamic_k,
     )
 
     return [
         *json_whitespace_bound.PATCHES,
-        hermes_parallel_calls.PATCH,
         parallel_drafting_dynamic_k.PATCH,
         draft_tokens_per_position.PATCH,
         drafts_before_outputs.PATCH,

@@ -21,7 +21,6 @@ from common import (
 INVOKE = f"{RUNTIME_URL}/endpoints/{ENDPOINT}/invocations"
 STREAM = f"{INVOKE}-response-stream"
 MESSAGES = [{"role": "user", "content": TOOL_QUESTION}]
-NAMED = {"type": "function", "function": {"name": "get_weather"}}
 
 
 def ask(messages: list, tool_choice, stream: bool):
@@ -44,9 +43,7 @@ def once(tool_choice, stream: bool) -> str:
 
 
 def round_trip(stream: bool) -> str:
-    # Named: one call. Under "required" the demo target makes two, and after two answers
-    # its words wander (a small model's limit, not the client's).
-    calls, _, raw = ask(MESSAGES, NAMED, stream)
+    calls, _, raw = ask(MESSAGES, "required", stream)
     assistant = {"role": "assistant", "content": None, "tool_calls": [
         {"id": call.id, "type": "function",
          "function": {"name": call.function.name, "arguments": call.function.arguments}}

@@ -53,9 +53,7 @@ def once(tool_choice, stream: bool) -> str:
 
 def round_trip(stream: bool) -> str:
     """The call, the tool's answer sent back, and what the model says then."""
-    # Named: one call. Under "required" the demo target makes two, and after two answers
-    # its words wander (a small model's limit, not the client's).
-    calls, _, raw = ask(MESSAGES, NAMED, stream)
+    calls, _, raw = ask(MESSAGES, "required", stream)
     results = [
         {"role": "tool", "tool_call_id": call["id"], "content": weather(**arguments)}
         for call, (_, arguments) in zip(raw, calls, strict=True)
