@@ -142,6 +142,10 @@ def row(workload: str, concurrency: int, head: str, counts: dict[str, Any], k: i
         "mean_acceptance_length": round(length, 3),
         "acceptance_per_position": [round(rate, 3) for rate in counts["by_position"]],
         "output_tokens_per_s": round(counts["tokens"] / counts["seconds"], 1),
+        "rounds_tokens_per_s": [
+            round(speed, 1)
+            for speed in counts.get("rounds_tokens_per_s", [counts["tokens"] / counts["seconds"]])
+        ],
     }
 
 
@@ -152,10 +156,12 @@ def compare(
     out: Path,
     concurrencies: tuple[int, ...] = (1, 4),
     no_speculation: bool = False,
+    rounds: int = 1,
 ) -> list[dict]:
     """Each workload at each concurrency on each head's container in turn, all containers up
-    together: one row per (workload, concurrency, head); with `no_speculation`, the target
-    alone beside them (head NO_SPECULATION), for P-EAGLE / none."""
+    together, `rounds` times interleaved: one row per (workload, concurrency, head); with
+    `no_speculation`, the target alone beside them (head NO_SPECULATION), for P-EAGLE /
+    none."""
     containers = {
         name: LocalContainer(
             replace(configuration, drafter=paths.channel_dir(opt_ml)),
@@ -168,26 +174,45 @@ def compare(
         first = next(iter(heads.values()))
         none = parse_configuration("none", paths.channel_dir(first))
         containers[NO_SPECULATION] = LocalContainer(none, first, log_path=out / "compare-none.log")
-    rows = []
+    runs: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
     total = (
-        sum(len(items) for items, _ in workloads.values()) * len(containers) * len(concurrencies)
+        sum(len(items) for items, _ in workloads.values())
+        * len(containers)
+        * len(concurrencies)
+        * rounds
     )
-    k = configuration.k or 1
     try:
         for container in containers.values():
             container.start()
         for container in containers.values():
             container.wait_ready()
         with tqdm(total=total, desc="compare ", unit="req") as progress:
-            for concurrency in concurrencies:
-                for workload, (items, send) in workloads.items():
-                    for name, container in containers.items():
-                        counts = measure(container.url, items, send, concurrency, progress)
-                        rows.append(row(workload, concurrency, name, counts, k))
+            for _ in range(rounds):
+                for concurrency in concurrencies:
+                    for workload, (items, send) in workloads.items():
+                        for name, container in containers.items():
+                            counts = measure(container.url, items, send, concurrency, progress)
+                            runs.setdefault((workload, concurrency, name), []).append(counts)
     finally:
         for container in containers.values():
             container.stop()
-    return rows
+    k = configuration.k or 1
+    return [
+        row(workload, concurrency, name, merged(counts), k)
+        for (workload, concurrency, name), counts in runs.items()
+    ]
+
+
+def merged(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One configuration's rounds as one measurement, keeping each round's tok/s: the
+    counts summed, the acceptance per position averaged (greedy: the same answers)."""
+    positions = [counts["by_position"] for counts in rounds if counts["by_position"]]
+    return {
+        **{key: sum(counts[key] for counts in rounds) for key in ("draft", "accepted", "tokens")},
+        "seconds": sum(counts["seconds"] for counts in rounds),
+        "by_position": [sum(column) / len(column) for column in zip(*positions, strict=True)],
+        "rounds_tokens_per_s": [counts["tokens"] / counts["seconds"] for counts in rounds],
+    }
 
 
 def workloads_for(load: Workload, code_prompts: int) -> dict[str, tuple[Sequence[Any], Send]]:
@@ -238,15 +263,25 @@ def run_loop(
     out: Path,
     code_prompts: int,
     workload_name: str = "prose",
+    rounds: int = 1,
+    fine_tuned: Path | None = None,
 ) -> dict:
+    """The loop: capture, export, fine-tune, compare. With `fine_tuned` (an /opt/ml tree a
+    run of the loop wrote), only the comparison runs, against that head."""
     started = time.monotonic()
-    loop = capture_and_finetune(configuration, opt_ml, out, workload(workload_name))
+    load = workload(workload_name)
+    loop = (
+        Loop(load, fine_tuned, 0, fine_tuned, {})
+        if fine_tuned
+        else capture_and_finetune(configuration, opt_ml, out, load)
+    )
     figures = compare(
         configuration,
         {"base": opt_ml, "fine-tuned": loop.tuned},
         workloads_for(loop.load, code_prompts),
         out,
         no_speculation=workload_name == "agent",
+        rounds=rounds,
     )
     return {
         "configuration": configuration.describe(),
@@ -254,6 +289,8 @@ def run_loop(
         "captured_items": len(loop.load.captured),
         "training_set": loop.written,
         "fine_tune": loop.tuning,
+        "fine_tuned_head": str(loop.tuned),
+        "rounds": rounds,
         "side_by_side": figures,
         "seconds": round(time.monotonic() - started, 1),
     }
@@ -298,11 +335,23 @@ def table(result: dict) -> str:
             }
             ratios = [
                 f"{name} {speed / none['output_tokens_per_s']:.2f}x"
+                + round_range(by_key[workload, concurrency, name], none)
                 for name, speed in speeds.items()
             ]
             line += f"; P-EAGLE / no speculation: {', '.join(ratios)}"
         lines.append(line)
     return "\n".join(lines)
+
+
+def round_range(row: dict, none: dict) -> str:
+    """' (rounds A-B)': the ratio of each interleaved round, when there were several."""
+    ratios = [
+        speed / alone
+        for speed, alone in zip(
+            row.get("rounds_tokens_per_s", []), none.get("rounds_tokens_per_s", []), strict=False
+        )
+    ]
+    return f" (rounds {min(ratios):.2f}-{max(ratios):.2f})" if len(ratios) > 1 else ""
 
 
 def write(result: dict, out: Path) -> None:

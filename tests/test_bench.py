@@ -333,6 +333,29 @@ def test_the_retrain_table_compares_the_heads_on_the_same_workload_and_concurren
     assert "| prose | 1 | fine-tuned | 6.0 | 1.00, 0.75 | 30.0 |" in text
 
 
+def test_the_retrain_rounds_are_summed_and_each_rounds_ratio_to_no_speculation_shown():
+    from bench import retrain
+
+    def counts(tokens: int, seconds: float, by_position: list[float]) -> dict:
+        return {
+            "draft": 14, "accepted": 7, "tokens": tokens, "seconds": seconds,
+            "by_position": by_position,
+        }  # fmt: skip
+
+    tuned = retrain.merged([counts(100, 1, [0.8, 0.4]), counts(100, 2, [0.6, 0.2])])
+    alone = retrain.merged([counts(100, 2, []), counts(100, 2, [])])
+    rows = [
+        retrain.row("agent", 1, "base", tuned, 7),
+        retrain.row("agent", 1, "fine-tuned", tuned, 7),
+        retrain.row("agent", 1, retrain.NO_SPECULATION, alone, 7),
+    ]
+    assert rows[1]["output_tokens_per_s"] == round(200 / 3, 1)
+    assert rows[1]["acceptance_per_position"] == [0.7, 0.3]
+    assert rows[1]["rounds_tokens_per_s"] == [100.0, 50.0]
+    # The whole: 66.7 against 50 tok/s; round by round: 2.0x and 1.0x.
+    assert "fine-tuned 1.33x (rounds 1.00-2.00)" in retrain.table({"side_by_side": rows})
+
+
 def test_agent_sessions_rotate_the_first_tool_choice_and_name_the_tool_asked_for():
     from bench.agent import sessions
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from bench.commands.common import add_local_command, configuration_of
 from bench.configuration import FIXED_DEFAULT
+from serving import paths
 
 HELP = (
     "the retraining loop on the demo pair: capture a workload (prose requests, or agent "
@@ -29,6 +30,18 @@ def add_parser(commands: Any) -> None:
         help="what is captured and held out: prose questions, or multi-turn agent sessions "
         "with tools (bench/agent.py) (default prose)",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="interleaved rounds of the comparison, every container in turn (default 1)",
+    )
+    parser.add_argument(
+        "--fine-tuned",
+        type=Path,
+        help="an /opt/ml tree a run of the loop wrote (OUT_DIR/opt_ml): compare its head only, "
+        "without capturing and fine-tuning again",
+    )
 
 
 def command(args: argparse.Namespace) -> int:
@@ -39,6 +52,13 @@ def command(args: argparse.Namespace) -> int:
         raise SystemExit(
             f"--config {configuration.name}: the loop retrains a P-EAGLE head; use peagle:K."
         )
+    if args.rounds < 1:
+        raise SystemExit(f"--rounds {args.rounds}: give 1 or more.")
+    if args.fine_tuned and not paths.channel_dir(args.fine_tuned).is_dir():
+        raise SystemExit(
+            f"--fine-tuned {args.fine_tuned}: not an /opt/ml tree with a head; give the opt_ml "
+            "folder a run of the loop wrote (its --out-dir's opt_ml)."
+        )
     args.out_dir.mkdir(parents=True, exist_ok=True)
     result = retrain.run_loop(
         configuration,
@@ -46,6 +66,8 @@ def command(args: argparse.Namespace) -> int:
         args.out_dir.absolute(),
         args.code_prompts,
         args.workload,
+        rounds=args.rounds,
+        fine_tuned=args.fine_tuned.absolute() if args.fine_tuned else None,
     )
     retrain.write(result, args.out_dir)
     print(retrain.table(result))
