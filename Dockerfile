@@ -39,7 +39,8 @@ FROM ${BASE_IMAGE} AS serving
 
 LABEL org.opencontainers.image.title="sagemaker-vllm-peagle" \
       org.opencontainers.image.description="SageMaker serving container for vLLM with P-EAGLE parallel speculative decoding" \
-      com.amazonaws.sagemaker.capabilities.accept-bind-to-port=true
+      com.amazonaws.sagemaker.capabilities.accept-bind-to-port=true \
+      com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true
 
 # tini is PID 1: it reaps vLLM workers orphaned by a crash and passes signals to the front,
 # which drains on SIGTERM and then stops vLLM.
@@ -76,13 +77,13 @@ RUN PYTHONPATH=/tmp/vllm_patches python3 -m vllm_patches apply && rm -rf /tmp/vl
 # the last layer, so a code change rebuilds in seconds.
 COPY pyproject.toml ./
 COPY serving ./serving
-# --no-deps: vLLM, torch, Starlette, uvicorn, aiohttp and pydantic come with the base image and
-# must stay exactly as vLLM was built. --no-build-isolation: setuptools comes with it too, so
-# this step needs no network. The import from outside the source tree (-I) proves the
+# --no-deps: vLLM, torch, Starlette, uvicorn (with websockets), aiohttp and pydantic come with
+# the base image and must stay exactly as vLLM was built. --no-build-isolation: setuptools
+# comes with it too, so this step needs no network. The import from outside the source tree (-I) proves the
 # installed package finds everything it needs.
 RUN uv pip install --python python3 --no-cache --no-deps --no-build-isolation . \
     && rm -rf build ./*.egg-info \
-    && python3 -I -c "import serving.server"
+    && python3 -I -c "import serving.server, websockets"
 
 # Docker's own view of readiness (SageMaker sends its own /ping). /ping is 503 until vLLM
 # has loaded the model, so a large model gets a long start period.

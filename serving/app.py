@@ -12,16 +12,18 @@ import logging
 from prometheus_client import generate_latest
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket
 
-from serving import invocations, transform
+from serving import bidi_frames, invocations, transform
+from serving.bidi_session import Session, SessionParts
 from serving.bodies import CLIENT_CLOSED, read_body
 from serving.capture import Capture
 from serving.emf import EmfReporter
 from serving.errors import JsonAnswer, RequestRefused, error_response
-from serving.gate import RequestGate
+from serving.gate import NOT_SERVING, RequestGate, request_id
 from serving.headers import RawHeaders, to_engine, value_problem
-from serving.lifecycle import Lifecycle
+from serving.lifecycle import Lifecycle, Status
 from serving.logs import printable
 from serving.metrics import FrontMetrics
 from serving.payload_parser import PayloadParser
@@ -32,6 +34,10 @@ from serving.settings import Settings
 
 log = logging.getLogger("serving.app")
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+# States in which a new bidirectional-stream session is refused (503): the container is
+# going away. A loading or restarting engine takes sessions; their requests wait for /ping.
+CLOSED = (Status.DRAINING, Status.DEAD)
+SHUTTING_DOWN = "the container is shutting down; send the request again on another instance."
 
 
 def engine_headers(request: Request, replace: dict[bytes, bytes] | None = None):
@@ -160,6 +166,44 @@ def create_app(
         target = path + b"?" + query if query else path
         return await relay.forward(request, target, body, engine_headers(request))
 
+    async def bidirectional_stream_http(_: Request) -> Response:
+        return error_response(
+            426,
+            f"{bidi_frames.ROUTE} is a WebSocket; open it with a WebSocket client (an Upgrade "
+            "request), as SageMaker's InvokeEndpointWithBidirectionalStream does.",
+            headers={"Upgrade": "websocket", "Connection": "Upgrade"},
+        )
+
+    sessions: set[Session] = set()
+
+    async def bidirectional_stream(scope: Scope, receive: Receive, send: Send) -> None:
+        websocket = WebSocket(scope, receive, send)
+        status = lifecycle.status
+        if status in CLOSED:
+            message, retry = NOT_SERVING[status]
+            denial = error_response(503, message, "ServiceUnavailable", {"Retry-After": retry})
+            await websocket.send_denial_response(denial)
+            return
+        for name, value in scope["headers"]:
+            if (problem := value_problem(value)) is not None:
+                await websocket.send_denial_response(
+                    error_response(400, f"header {printable(name)!s} {problem}.")
+                )
+                return
+        session = Session(websocket, session_parts, request_id(scope["headers"]))
+        sessions.add(session)
+        try:
+            await session.run()
+        finally:
+            sessions.discard(session)
+
+    async def end_sessions() -> None:
+        """The drain is over: what is still in flight on a session gets an error frame, and
+        every session closes."""
+        await asyncio.gather(
+            *(session.end(503, SHUTTING_DOWN, "ServiceUnavailable") for session in sessions)
+        )
+
     async def prometheus_metrics(_: Request) -> Response:
         engine_text = await engine_metrics()
         body = (engine_text or "").encode() + metrics.render(engine_text)
@@ -177,7 +221,7 @@ def create_app(
     )
 
     def startup() -> None:
-        lifecycle.start(in_flight=lambda: gate.in_flight, metrics=metrics)
+        lifecycle.start(in_flight=lambda: gate.in_flight, metrics=metrics, drained=end_sessions)
         parser.start()
         reporter.start()
         if capture is not None:
@@ -196,13 +240,19 @@ def create_app(
         "/invocations": invoke,
         "/metrics": prometheus_metrics,
         "/execution-parameters": execution_parameters,
+        bidi_frames.ROUTE: bidirectional_stream_http,
     }
     assert handlers.keys() == FRONT_ROUTES.keys(), "every front route needs its handler"
-    front = Router(handlers, engine_route, startup, shutdown)
+    front = Router(
+        handlers, engine_route, startup, shutdown, {bidi_frames.ROUTE: bidirectional_stream}
+    )
     gate = RequestGate(
         front,
         lifecycle=lifecycle,
         max_in_flight=settings.max_concurrent_requests,
         metrics=metrics,
+    )
+    session_parts = SessionParts(
+        parser, relay.client, gate, metrics, settings.max_payload_bytes, relay.why_gone
     )
     return gate

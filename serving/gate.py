@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -35,6 +36,14 @@ NOT_SERVING = {
 CUT = "cut"
 # Routes not worth a line per request in the access log: probes and scrapes.
 QUIET = {"/ping", "/metrics"}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    status: int
+    message: str
+    error_type: str
+    retry: str  # Retry-After, in seconds
 
 
 def request_id(headers: list[tuple[bytes, bytes]]) -> bytes:
@@ -142,18 +151,39 @@ class RequestGate:
         )
 
     def refusal(self):
+        if (refused := self.refused()) is None:
+            return None
+        return error_response(
+            refused.status, refused.message, refused.error_type, {"Retry-After": refused.retry}
+        )
+
+    def refused(self) -> Refusal | None:
+        """Why work cannot reach the engine now (counted as rejected), or None."""
         status = self.lifecycle.status
         if status in NOT_SERVING:
             message, retry_after = NOT_SERVING[status]
             self.metrics.rejected.labels(status.value).inc()
-            return error_response(503, message, "ServiceUnavailable", {"Retry-After": retry_after})
+            return Refusal(503, message, "ServiceUnavailable", retry_after)
         if self.in_flight >= self.max_in_flight:
             self.metrics.rejected.labels("overload").inc()
-            return error_response(
+            return Refusal(
                 429,
                 f"{self.max_in_flight} requests are already in flight (MAX_CONCURRENT_REQUESTS); "
                 "retry shortly.",
                 "TooManyRequests",
-                {"Retry-After": "1"},
+                "1",
             )
         return None
+
+    def admit(self) -> Refusal | None:
+        """One request of a bidirectional-stream session in flight, as an HTTP request is
+        while its answer lasts (the drain waits for it), unless it is refused."""
+        if (refused := self.refused()) is not None:
+            return refused
+        self.in_flight += 1
+        self.metrics.in_flight.inc()
+        return None
+
+    def release(self) -> None:
+        self.in_flight -= 1
+        self.metrics.in_flight.dec()

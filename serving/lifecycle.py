@@ -13,7 +13,7 @@ import functools
 import logging
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from serving import exit_codes
@@ -60,19 +60,27 @@ class Lifecycle:
         self.restarts = restarts or RestartBudget(0, 1.0)
         self.stall_seconds = stall_seconds
         self.metrics: FrontMetrics | None = None
+        self.drained: Callable[[], Awaitable[None]] | None = None
         self._tasks: list[asyncio.Task] = []
 
     @property
     def ready(self) -> bool:
         return self.status is Status.READY
 
-    def start(self, in_flight: Callable[[], int], metrics: FrontMetrics | None = None) -> None:
+    def start(
+        self,
+        in_flight: Callable[[], int],
+        metrics: FrontMetrics | None = None,
+        drained: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         """Start the engine's supervision; returns at once (the engine loads in the background).
 
         `in_flight` reads the number of requests the drain waits for; `metrics` counts
-        restarts and stalls."""
+        restarts and stalls; `drained` runs when the drain ends, before the exit (it closes
+        the bidirectional-stream sessions, answering what is still in flight)."""
         self.in_flight = in_flight
         self.metrics = metrics
+        self.drained = drained
         self._tasks.append(asyncio.create_task(self._supervise(), name="engine-supervisor"))
 
     async def _supervise(self) -> None:
@@ -179,7 +187,7 @@ class Lifecycle:
             return
         if self.status is Status.DRAINING:
             log.warning("second stop signal: ending the drain with %d in flight", self.in_flight())
-            self.request_exit(0)
+            self._tasks.append(asyncio.create_task(self._end_drain(), name="drain-end"))
             return
         log.info(
             "draining: %d request(s) in flight, up to %.0f s", self.in_flight(), self.drain_seconds
@@ -193,6 +201,12 @@ class Lifecycle:
             await asyncio.sleep(0.05)
         if self.in_flight():
             log.warning("drain limit reached with %d request(s) still in flight", self.in_flight())
+        await self._end_drain()
+
+    async def _end_drain(self) -> None:
+        if self.drained is not None:
+            drained, self.drained = self.drained, None  # once, whichever ends the drain
+            await drained()
         self.request_exit(0)
 
     async def stop(self) -> None:

@@ -201,6 +201,24 @@ class FrontMetrics:
             registry=self.registry,
         )
 
+        self.sessions_open = Gauge(
+            "serving_bidi_sessions_open",
+            "Bidirectional-stream sessions (/invocations-bidirectional-stream) open now.",
+            registry=self.registry,
+        )
+        self.frames = Counter(
+            "serving_bidi_frames",
+            "Frames of bidirectional-stream sessions, by direction (in: from clients, out: to "
+            "them).",
+            ["direction"],
+            registry=self.registry,
+        )
+        self.cancels = Counter(
+            "serving_bidi_cancels",
+            "Requests of bidirectional-stream sessions stopped by a cancel frame.",
+            registry=self.registry,
+        )
+
     def route_histogram(self, name: str, documentation: str) -> Histogram:
         return Histogram(
             name, documentation, ["route"], buckets=LATENCY_BUCKETS, registry=self.registry

@@ -17,13 +17,14 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from serving.errors import error_response
 
 NO_ROUTE = (
     "no such route; the container serves GET /ping, POST /invocations, GET /metrics, "
-    "GET /execution-parameters and the OpenAI API under /v1 (e.g. POST /v1/chat/completions)."
+    "GET /execution-parameters, a WebSocket at /invocations-bidirectional-stream and the "
+    "OpenAI API under /v1 (e.g. POST /v1/chat/completions)."
 )
 # Where the gate puts the request's record (serving/record.py) in the ASGI scope.
 SCOPE_KEY = "serving.record"
@@ -38,6 +39,8 @@ FRONT_ROUTES = {
     "/metrics": ("GET",),
     # Batch Transform asks it before the first mini-batch (serving/transform.py).
     "/execution-parameters": ("GET",),
+    # A WebSocket (serving/bidi_session.py); a plain GET is answered 426.
+    "/invocations-bidirectional-stream": ("GET",),
 }
 # vLLM's OpenAI-compatible routes, and SageMaker's adapter routes that vLLM serves when
 # VLLM_ALLOW_RUNTIME_LORA_UPDATING is on: template -> methods.
@@ -112,8 +115,10 @@ class Router:
         relayed: Handler,
         startup: Callable[[], None],
         shutdown: Callable[[], Awaitable[None]],
+        sockets: dict[str, ASGIApp] | None = None,
     ):
         self.handlers = handlers
+        self.sockets = sockets or {}
         self.relayed = relayed
         self.startup = startup
         self.shutdown = shutdown
@@ -125,7 +130,12 @@ class Router:
             response = await self.dispatch(Request(scope, receive))
             await response(scope, receive, send)
         elif scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1000})
+            route = match(raw_path(scope))
+            if route is not None and route.label in self.sockets:
+                await self.sockets[route.label](scope, receive, send)
+            else:
+                # Refused before it is accepted: the client's handshake gets a 403.
+                await send({"type": "websocket.close", "code": 1008})
 
     async def dispatch(self, request: Request) -> Response:
         route = request.scope[SCOPE_KEY].route

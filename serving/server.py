@@ -162,6 +162,13 @@ def serve(settings: Settings) -> int:
         log_config=None,
         timeout_graceful_shutdown=GRACEFUL_CLOSE_SECONDS,
         timeout_keep_alive=65,
+        # /invocations-bidirectional-stream. SageMaker pings the socket (every 60 s) and the
+        # front answers; it sends no pings of its own, which a router need not answer.
+        ws="websockets-sansio",
+        ws_ping_interval=None,
+        # A frame up to twice the payload limit is read and answered with an error frame
+        # (serving/bidi_session.py); a larger one closes the socket (1009).
+        ws_max_size=2 * settings.max_payload_bytes,
     )
     server = FrontServer(config)
     lifecycle = Lifecycle(

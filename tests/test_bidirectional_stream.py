@@ -1,0 +1,181 @@
+"""/invocations-bidirectional-stream on the real engine: one WebSocket carries several
+requests at once, each answered in frames carrying its id, the same answer `/invocations`
+gives; a cancel frame or a closed socket stops vLLM's generation; every bad frame gets an
+error frame and the session goes on (the protocol: serving/bidi_frames.py)."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from websockets.exceptions import InvalidStatus
+
+from tests.support.bidi import (
+    chat_text,
+    completion_text,
+    open_session,
+    receive,
+    send,
+    socket_url,
+    until_ended,
+    until_type,
+)
+from tests.support.containers import PEAGLE_MAX_CONCURRENT
+from tests.test_relay import LONG, assert_aborted, wait_idle
+
+CHAT = {
+    "messages": [{"role": "user", "content": "Write a Python function that adds two numbers."}],
+    "max_tokens": 32,
+    "temperature": 0,
+}
+COMPLETION = {"prompt": "def fibonacci(n):", "max_tokens": 24, "temperature": 0}
+TGI = {"inputs": "def quicksort(items):", "parameters": {"max_new_tokens": 16}}
+
+
+def test_requests_on_one_session_answer_by_id_as_invocations_does(peagle):
+    with open_session(peagle.url) as session:
+        # Four requests in flight at once on one socket, of every kind /invocations takes.
+        send(session, {"id": "chat", **CHAT})
+        send(session, {"id": 7, **COMPLETION})
+        send(session, {"id": "tgi", **TGI})
+        send(session, {"id": "whole", **CHAT, "stream": False})
+        frames = until_ended(session, {"chat", 7, "tgi", "whole"})
+    with httpx.Client(base_url=peagle.url, timeout=120) as http:
+        chat = http.post("/invocations", json=CHAT).json()
+        completion = http.post("/invocations", json=COMPLETION).json()
+        tgi = http.post("/invocations", json=TGI).json()
+
+    for request_id, kind in (("chat", "chunk"), (7, "chunk"), ("tgi", "chunk")):
+        *body, last = frames[request_id]
+        assert last["type"] == "done", last
+        assert body and {frame["type"] for frame in body} == {kind}
+    assert chat_text(frames["chat"]) == chat["choices"][0]["message"]["content"]
+    assert completion_text(frames[7]) == completion["choices"][0]["text"]
+    # TGI's token events, the last one with the whole text.
+    assert frames["tgi"][-2]["data"]["generated_text"] == tgi[0]["generated_text"]
+    # The final frame: the usage, and the request's own speculation (P-EAGLE is on).
+    done = frames["chat"][-1]
+    assert done["usage"]["completion_tokens"] == chat["usage"]["completion_tokens"]
+    assert done["speculation"]["num_draft_tokens"] > 0
+    assert done["speculation"]["mean_acceptance_length"] >= 1
+    # "stream": false: one whole answer, then done.
+    answer, whole_done = frames["whole"]
+    assert answer["type"] == "answer"
+    assert answer["data"]["choices"][0]["message"] == chat["choices"][0]["message"]
+    assert whole_done["type"] == "done" and whole_done["usage"] == answer["data"]["usage"]
+
+
+def test_a_second_turn_goes_while_the_first_streams(peagle):
+    with open_session(peagle.url) as session:
+        send(session, {"id": "first", **LONG, "max_tokens": 200})
+        until_type(session, "first", "chunk")
+        turn = {**CHAT, "messages": [*CHAT["messages"], {"role": "assistant", "content": "ok"}]}
+        turn["messages"].append({"role": "user", "content": "Now subtract them."})
+        send(session, {"id": "second", **turn})
+        frames = until_ended(session, {"first", "second"})
+    assert frames["second"][-1]["type"] == "done"
+    # The second turn was answered while the first still streamed.
+    assert frames["first"][-1]["type"] == "done"
+    first_chunks = [frame for frame in frames["first"] if frame["type"] == "chunk"]
+    assert len(first_chunks) > 1
+
+
+def test_a_cancel_frame_stops_the_generation_and_the_session_goes_on(peagle):
+    with open_session(peagle.url) as session:
+        outcomes: list[list[dict]] = []
+
+        def leave() -> None:
+            send(session, {"id": "long", **LONG, "stream": True})
+            until_type(session, "long", "chunk")  # vLLM is generating
+            send(session, {"type": "cancel", "id": "long"})
+            outcomes.append(until_type(session, "long", "cancelled"))
+
+        assert_aborted(peagle, leave)
+        assert not any(frame["type"] == "done" for frame in outcomes[-1])
+        # Cancelling all: both requests stop; an id no longer in flight is an error.
+        send(session, {"id": "a", **LONG})
+        send(session, {"id": "b", **LONG})
+        until_type(session, "a", "chunk")
+        send(session, {"type": "cancel"})
+        ended = until_ended(session, {"a", "b"})
+        assert [frames[-1]["type"] for frames in ended.values()] == ["cancelled", "cancelled"]
+        send(session, {"type": "cancel", "id": "a"})
+        error = receive(session)
+        assert (error["id"], error["type"], error["error"]["code"]) == ("a", "error", 404)
+        send(session, {"id": "after", **CHAT})
+        assert until_ended(session, {"after"})["after"][-1]["type"] == "done"
+    wait_idle(peagle)
+    assert peagle.metric("serving_bidi_cancels_total") >= 3
+
+
+def test_closing_the_socket_stops_its_requests(peagle):
+    def leave() -> None:
+        with open_session(peagle.url) as session:
+            send(session, {"id": 1, **LONG})
+            until_type(session, 1, "chunk")
+
+    assert_aborted(peagle, leave)
+    assert peagle.metric("serving_bidi_sessions_open") == 0
+    assert peagle.metric("serving_requests_in_flight") == 0
+
+
+BAD_FRAMES = [
+    ("not json", "not JSON", None),
+    ("[1, 2]", "JSON list", None),
+    (json.dumps({"id": True, **CHAT}), "'id'", None),
+    (json.dumps({"id": "t", "type": "resume"}), "unknown frame type", "t"),
+    (json.dumps({"id": "empty", "max_tokens": 3}), "neither 'messages' nor 'prompt'", "empty"),
+    (json.dumps({"id": "odd", "messages": "hello"}), "messages", "odd"),
+]
+
+
+def test_every_bad_frame_gets_an_error_frame_and_the_session_lives(peagle):
+    with open_session(peagle.url) as session:
+        for text, says, request_id in BAD_FRAMES:
+            session.send(text)
+            error = receive(session)
+            assert error["type"] == "error" and error["id"] == request_id, (text, error)
+            assert error["error"]["code"] == 400 and says in error["error"]["message"], error
+        session.send(b'{"id": "binary"}')
+        error = receive(session)
+        assert error["type"] == "error" and "binary frames" in error["error"]["message"]
+        # Over the payload limit (SAGEMAKER_MAX_PAYLOAD_IN_MB, 6 MB by default).
+        session.send(json.dumps({"id": "big", "prompt": "x" * (6 * 1024 * 1024)}))
+        error = receive(session)
+        assert error["error"]["code"] == 413, error
+        # An id already in flight.
+        send(session, {"id": "twice", **LONG})
+        send(session, {"id": "twice", **CHAT})
+        frames = until_type(session, "twice", "error")
+        assert frames[-1]["error"]["code"] == 409
+        send(session, {"type": "cancel", "id": "twice"})
+        until_type(session, "twice", "cancelled")
+        # The session still serves.
+        send(session, {"id": "good", **CHAT})
+        assert until_ended(session, {"good"})["good"][-1]["type"] == "done"
+
+
+def test_more_requests_than_the_container_takes_are_refused_one_by_one(peagle):
+    wait_idle(peagle)
+    with open_session(peagle.url) as session:
+        ids = list(range(PEAGLE_MAX_CONCURRENT + 1))
+        for request_id in ids:
+            send(session, {"id": request_id, **LONG, "max_tokens": 64})
+        frames = until_ended(session, set(ids))
+    # Admitted as they arrive: the first MAX_CONCURRENT_REQUESTS run, the one past them is
+    # refused as an /invocations call would be, and the session goes on.
+    *admitted, over = (frames[request_id][-1] for request_id in ids)
+    assert [end["type"] for end in admitted] == ["done"] * PEAGLE_MAX_CONCURRENT
+    assert (over["type"], over["error"]["code"]) == ("error", 429), over
+
+
+def test_the_route_is_a_websocket_only(peagle):
+    answer = httpx.get(f"{peagle.url}/invocations-bidirectional-stream", timeout=30)
+    assert answer.status_code == 426
+    assert "WebSocket" in answer.json()["error"]["message"]
+    with pytest.raises(InvalidStatus) as refused:
+        from websockets.sync.client import connect
+
+        connect(socket_url(peagle.url, "/ping"), open_timeout=30)
+    assert refused.value.response.status_code == 403
