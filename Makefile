@@ -247,7 +247,7 @@ gpu-check: setup quick-model
 # host suite's tests that apply to any container (same functions, docker backend).
 image-test: image-cpu image-train-cpu trained-model quick-model
 	$(PY) -m pytest --backend docker --image $(IMAGE_CPU) --training-image $(IMAGE_TRAIN_CPU) \
-		tests/image tests/test_app.py \
+		tests/image tests/test_app.py tests/test_bidirectional_stream.py \
 		tests/test_lifecycle.py::test_engine_death_fails_requests_fast_and_exits_non_zero \
 		tests/test_self_healing.py \
 		--deselect tests/test_self_healing.py::test_a_restart_that_fails_ends_the_container_and_says_why

@@ -125,18 +125,25 @@ BAD_FRAMES = [
     ("[1, 2]", "JSON list", None),
     (json.dumps({"id": True, **CHAT}), "'id'", None),
     (json.dumps({"id": "t", "type": "resume"}), "unknown frame type", "t"),
-    (json.dumps({"id": "empty", "max_tokens": 3}), "neither 'messages' nor 'prompt'", "empty"),
-    (json.dumps({"id": "odd", "messages": "hello"}), "messages", "odd"),
 ]
+# Payloads /invocations refuses (the front's check, vLLM's): the same answer, as a frame.
+BAD_PAYLOADS = [{"max_tokens": 3}, {"messages": "hello"}, {"prompt": "x", "max_tokens": -1}]
 
 
-def test_every_bad_frame_gets_an_error_frame_and_the_session_lives(peagle):
+def test_every_bad_frame_gets_an_error_frame_and_the_session_lives(peagle, client):
     with open_session(peagle.url) as session:
         for text, says, request_id in BAD_FRAMES:
             session.send(text)
             error = receive(session)
             assert error["type"] == "error" and error["id"] == request_id, (text, error)
             assert error["error"]["code"] == 400 and says in error["error"]["message"], error
+        for number, payload in enumerate(BAD_PAYLOADS):
+            send(session, {"id": number, **payload})
+            error = receive(session)
+            refused = client.post("/invocations", json=payload)
+            assert (error["id"], error["type"]) == (number, "error"), error
+            assert error["error"]["code"] == refused.status_code == 400
+            assert error["error"]["message"] == refused.json()["error"]["message"]
         session.send(b'{"id": "binary"}')
         error = receive(session)
         assert error["type"] == "error" and "binary frames" in error["error"]["message"]
