@@ -9,20 +9,25 @@ import os
 import signal
 import threading
 import time
+import warnings
 
 import httpx
 import psutil
 import pytest
+from websockets.exceptions import ConnectionClosedOK, InvalidStatus
 
 from serving import exit_codes
 from serving.engine import Engine
 from serving.engine_client import EngineClient
 from serving.lifecycle import Lifecycle, Status
 from serving.metrics import ENGINE_UP
+from tests.support.bidi import open_session, send, until_ended, until_type
 from tests.support.interrupts import interrupted
 from tests.support.raw_http import connect, read_all
 from tests.support.stalls import WATCH
 
+# Long enough to be running when a drain that waits for a stalled request is ended.
+SOCKET_LONG = {"prompt": "def parse(text):", "max_tokens": 1900, "ignore_eos": True}
 # Short enough to finish well inside the drain even on a loaded two-core machine.
 STREAM = {"prompt": "def parse(text):", "max_tokens": 64, "ignore_eos": True, "stream": True}
 CHAT = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4}
@@ -53,19 +58,30 @@ def start_upload(container, payload: dict) -> tuple[object, bytes]:
 def test_sigterm_drains_then_a_second_sigterm_ends_the_drain(drain):
     streaming, rest_of_stream = start_upload(drain, STREAM)
     stalled, _ = start_upload(drain, CHAT)
+    # A bidirectional-stream session with a long generation running on it.
+    session = open_session(drain.url)
+    send(session, {"id": "long", **SOCKET_LONG})
+    until_type(session, "long", "chunk")
     deadline = time.monotonic() + 30
-    while drain.metric("serving_requests_in_flight") < 2:
-        assert time.monotonic() < deadline, "the two requests were not admitted"
+    while drain.metric("serving_requests_in_flight") < 3:
+        assert time.monotonic() < deadline, "the three requests were not admitted"
         time.sleep(0.05)
     leftovers = engine_leftovers(drain)
     assert leftovers
     drain.process.send_signal(signal.SIGTERM)
     # The front takes the signal on its loop; once it says it drains, it refuses.
-    assert "draining: 2 request(s) in flight" in drain.log_once("draining:", timeout=30)
+    assert "draining: 3 request(s) in flight" in drain.log_once("draining:", timeout=30)
     assert drain.ping() == 503
     refused = httpx.post(f"{drain.url}/invocations", json=CHAT, timeout=5)
     assert refused.status_code == 503
     assert "shutting down" in refused.json()["error"]["message"]
+    # On the open session too: a new request gets a 503 frame; a new session is refused.
+    send(session, {"id": "late", **CHAT})
+    late = until_type(session, "late", "error")[-1]
+    assert late["error"]["code"] == 503 and "shutting down" in late["error"]["message"]
+    with pytest.raises(InvalidStatus) as new_session:
+        open_session(drain.url)
+    assert new_session.value.response.status_code == 503
     # A request in flight at SIGTERM is served in full during the drain, streamed to the end.
     streaming.sendall(rest_of_stream)
     answer = read_all(streaming)
@@ -80,6 +96,18 @@ def test_sigterm_drains_then_a_second_sigterm_ends_the_drain(drain):
     assert drain.process.wait(timeout=15) == 0
     assert WATCH.since(second) < 8
     stalled.close()
+    # The session's request still running when the drain ended got an error frame before
+    # the socket closed (1001, going away).
+    frames = until_ended(session, {"long"}, seconds=10)["long"]
+    if frames[-1]["type"] == "done":
+        warnings.warn("the session's 1,900 tokens ran whole before the drain ended", stacklevel=1)
+    else:
+        assert frames[-1]["type"] == "error", frames[-1]
+        assert frames[-1]["error"]["code"] == 503, frames[-1]
+        assert "shutting down" in frames[-1]["error"]["message"]
+    with pytest.raises(ConnectionClosedOK) as closed:
+        session.recv(timeout=10)
+    assert closed.value.rcvd.code == 1001
     psutil.wait_procs(leftovers, timeout=5)
     assert not any(process.is_running() for process in leftovers)
 
@@ -214,6 +242,10 @@ def test_engine_death_fails_requests_fast_and_exits_non_zero(doomed):
     # than the kernel's 4 MB TCP send buffer and the rest hold. Prefill only, so it is
     # quick to make even on a loaded machine.
     big = {"prompt": [5] * 1500, "max_tokens": 1, "echo": True, "logprobs": 20, "n": 3}
+    # A bidirectional-stream session generating too (nine running are waited for below).
+    session = open_session(doomed.url)
+    send(session, {"id": "socket", **STREAMED})
+    until_type(session, "socket", "chunk")
     cut = raw_completion(doomed, big, receive_buffer=4096)
     cut.settimeout(120)
     assert cut.recv(12).startswith(b"HTTP/1.1 200")
@@ -245,6 +277,16 @@ def test_engine_death_fails_requests_fast_and_exits_non_zero(doomed):
     cut.close()
     assert b"\r\n0\r\n\r\n" not in relayed
     assert WATCH.running(killed_at, cut_closed_at) < 7, "the cut was only closed by the exit"
+
+    # The session's request ended in an error frame that names the engine; the session
+    # lives on, and what it is sent now gets the dead container's 503.
+    frames = until_ended(session, {"socket"}, seconds=10)["socket"]
+    assert frames[-1]["type"] == "error" and frames[-1]["error"]["code"] == 503, frames[-1]
+    assert "engine" in frames[-1]["error"]["message"]
+    send(session, {"id": "after", **STREAMED})
+    after = until_ended(session, {"after"}, seconds=10)["after"][-1]
+    assert after["type"] == "error" and after["error"]["code"] == 503, after
+    session.close()
 
     assert httpx.get(f"{doomed.url}/ping", timeout=10).status_code == 503
     # Its metrics say the engine's part is missing rather than reading as zeros.

@@ -27,6 +27,7 @@ from tests.support.containers import (
     demo_env,
     host_environment,
 )
+from tests.support.bidi import open_session, send, until_ended
 from tests.support.interrupts import Background, interrupted, serving, wait_running
 from tests.support.stalls import WATCH
 
@@ -161,6 +162,8 @@ def test_a_stalled_engine_answers_its_requests_and_is_restarted_in_place(healing
 
 def test_a_killed_engine_ends_its_stream_with_an_error_and_comes_back(healing):
     serving(healing)
+    # A bidirectional-stream session open across the restart.
+    session = open_session(healing.url)
     exit_restarts = restarts(healing, "exit")
     kills = 0
     outcome: dict = {}
@@ -206,6 +209,10 @@ def test_a_killed_engine_ends_its_stream_with_an_error_and_comes_back(healing):
     assert WATCH.running(outcome["killed_at"], outcome["ended_at"]) < 5
     wait_restarted(healing, KILLED, outcome["before"] + 1)
     assert restarts(healing, "exit") == exit_restarts + kills
+    # The session outlived the restart: once /ping is 200 again, it serves.
+    send(session, {"id": "after", **SHORT})
+    assert until_ended(session, {"after"})["after"][-1]["type"] == "done"
+    session.close()
 
 
 def test_one_death_more_than_allowed_ends_the_container(healing):

@@ -22,7 +22,9 @@ def socket_url(http_url: str, path: str = ROUTE) -> str:
 
 
 def open_session(http_url: str, **options: Any) -> ClientConnection:
-    return connect(socket_url(http_url), max_size=None, open_timeout=30, **options)
+    """A session whose frames are all kept as they come (no read-side back-pressure), so a
+    test can read them whenever it likes."""
+    return connect(socket_url(http_url), max_size=None, max_queue=None, open_timeout=30, **options)
 
 
 def send(session: ClientConnection, frame: dict) -> None:
