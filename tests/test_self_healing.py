@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from serving import exit_codes
+from tests.support.bidi import open_session, send, until_ended
 from tests.support.containers import (
     DEMO_ROOT,
     Container,
@@ -27,7 +28,6 @@ from tests.support.containers import (
     demo_env,
     host_environment,
 )
-from tests.support.bidi import open_session, send, until_ended
 from tests.support.interrupts import Background, interrupted, serving, wait_running
 from tests.support.stalls import WATCH
 
