@@ -21,6 +21,8 @@
               the production latency with a shadow attached
   transform   a Batch Transform job of 1,000 records beside real-time calls to the same
               container: records/s, tok/s against the best real-time level, lost records
+  bidi        bidirectional streaming against /invocations: throughput, a second turn's first
+              token, cancel to idle, the memory of idle sessions
 
 run, overhead, crosscheck and load take --url of a running container, or --start CONFIG
 (none, eagle3:K or peagle:K) to start a local one for the duration.
@@ -33,6 +35,7 @@ import sys
 
 from bench.commands import (
     ab,
+    bidi,
     coldstart,
     crosscheck,
     crossover,
@@ -51,7 +54,7 @@ from bench.commands import (
 
 COMMANDS = (
     run, sweep, crossover, overhead, crosscheck, load, coldstart, image, fault, retrain, ab,
-    fidelity, shadow, train_head, transform,
+    fidelity, shadow, train_head, transform, bidi,
 )  # fmt: skip
 
 

@@ -445,3 +445,28 @@ def test_the_default_configuration_drafts_no_deeper_than_the_head_was_trained(
     trained = next(key for key in config if key.endswith("_trained"))
     (tmp_path / "config.json").write_text(json.dumps({**config, trained: depth}))
     assert default_configuration(tmp_path) == expected
+
+
+def test_the_bidi_table_puts_the_socket_beside_invocations_and_speculation_beside_none():
+    from bench.commands.bidi import table
+
+    def result(socket: float, http: float) -> dict:
+        return {
+            "throughput": {
+                "socket_tokens_per_s": socket, "http_tokens_per_s": http,
+                "socket_over_http": socket / http,
+            },
+            "second_turn": {"session_ttft_ms": 40.0, "new_call_ttft_ms": 55.0},
+            "cancel": {
+                "cancel_to_idle_ms": 12.0, "cancel_to_idle_max_ms": 20.0,
+                "dropped_stream_to_idle_ms": 15.0,
+            },
+            "memory": {
+                "sessions": 256, "front_rss_mb": 100.0, "front_rss_with_sessions_mb": 110.0,
+                "kb_per_session": 40.0,
+            },
+        }  # fmt: skip
+
+    text = table({"none": result(50, 50), "peagle-k7": result(99, 100)})
+    assert "| peagle-k7 | 99 | 100 | 0.99x | 40.0 / 55.0 | 12.0 / 20.0 | 15.0 |" in text
+    assert "peagle-k7 / no speculation: over the socket 1.98x, through /invocations 2.00x" in text

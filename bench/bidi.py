@@ -1,0 +1,214 @@
+"""Bidirectional streaming measured against `/invocations`, on one container, side by side:
+
+- throughput: the same greedy requests one after another over an open session and as
+  streamed `/invocations` calls, interleaved rounds: output tokens/s each;
+- a second turn: while a long first turn streams, the next turn sent on the open session
+  against a new `/invocations` call made beside a long stream: time to the first token;
+- cancel to idle: a long generation stopped by a cancel frame against a dropped HTTP
+  stream: time from the cancel (or the close) until vLLM runs nothing;
+- memory: the front's resident memory with N idle sessions open against none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import time
+from typing import Any
+
+import httpx
+from websockets.asyncio.client import ClientConnection, connect
+
+from serving.bidi_frames import ROUTE
+from serving.metrics import metric_total
+
+RUNNING = "vllm:num_requests_running"
+LONG = {"prompt": "def parse(text):", "max_tokens": 1500, "ignore_eos": True, "temperature": 0}
+ENDINGS = ("done", "error", "cancelled")
+IDLE_POLL_SECONDS = 0.005
+
+
+def socket_url(url: str) -> str:
+    return "ws" + url.removeprefix("http") + ROUTE
+
+
+async def open_session(url: str) -> ClientConnection:
+    return await connect(socket_url(url), max_size=None, max_queue=None, open_timeout=60)
+
+
+async def next_frame(session: ClientConnection) -> dict:
+    return json.loads(await session.recv())
+
+
+async def until(session: ClientConnection, request_id: Any, kinds: tuple[str, ...]) -> dict:
+    """Frames until one of `kinds` for `request_id`; that frame."""
+    while True:
+        frame = await next_frame(session)
+        if frame["id"] == request_id and frame["type"] in kinds:
+            return frame
+
+
+async def socket_request(session: ClientConnection, request_id: Any, payload: dict) -> int:
+    """One request on the session to its end; its completion tokens."""
+    await session.send(json.dumps({"id": request_id, **payload}))
+    done = await until(session, request_id, ENDINGS)
+    if done["type"] != "done":
+        raise RuntimeError(f"request {request_id} ended with {done}")
+    return int(done["usage"]["completion_tokens"])
+
+
+async def http_request(http: httpx.AsyncClient, payload: dict) -> int:
+    """One streamed /invocations call to its end; its completion tokens."""
+    body = {**payload, "stream": True, "stream_options": {"include_usage": True}}
+    tokens = 0
+    async with http.stream("POST", "/invocations", json=body) as answer:
+        answer.raise_for_status()
+        async for line in answer.aiter_lines():
+            if line.startswith("data: {") and '"usage"' in line:
+                usage = json.loads(line[6:]).get("usage")
+                tokens = usage["completion_tokens"] if usage else tokens
+    return tokens
+
+
+async def throughput(url: str, payloads: list[dict], rounds: int) -> dict[str, Any]:
+    """Output tokens/s of the same requests, one at a time, socket and HTTP in turn."""
+    speeds: dict[str, list[float]] = {"socket": [], "http": []}
+    async with httpx.AsyncClient(base_url=url, timeout=600) as http:
+        session = await open_session(url)
+        try:
+            for _ in range(rounds):
+                for path in ("socket", "http"):
+                    began = time.perf_counter()
+                    tokens = 0
+                    for number, payload in enumerate(payloads):
+                        if path == "socket":
+                            tokens += await socket_request(session, number, payload)
+                        else:
+                            tokens += await http_request(http, payload)
+                    speeds[path].append(tokens / (time.perf_counter() - began))
+        finally:
+            await session.close()
+    return {
+        "socket_tokens_per_s": round(statistics.median(speeds["socket"]), 1),
+        "http_tokens_per_s": round(statistics.median(speeds["http"]), 1),
+        "socket_over_http": round(
+            statistics.median(s / h for s, h in zip(speeds["socket"], speeds["http"], strict=True)),
+            3,
+        ),
+        "rounds": rounds,
+    }
+
+
+async def second_turn(url: str, turn: dict, repeats: int) -> dict[str, Any]:
+    """Time to the first token of a turn sent beside a long stream: on the session that
+    carries the stream, and as a new /invocations call."""
+    on_session: list[float] = []
+    new_call: list[float] = []
+    async with httpx.AsyncClient(base_url=url, timeout=600) as http:
+        for _ in range(repeats):
+            session = await open_session(url)
+            try:
+                await session.send(json.dumps({"id": "first", **LONG, "stream": True}))
+                await until(session, "first", ("chunk",))
+                began = time.perf_counter()
+                await session.send(json.dumps({"id": "second", **turn}))
+                await until(session, "second", ("chunk",))
+                on_session.append(time.perf_counter() - began)
+                await session.send(json.dumps({"type": "cancel", "id": "first"}))
+                await until(session, "second", ENDINGS)
+            finally:
+                await session.close()
+            await wait_idle(http)
+            async with http.stream("POST", "/invocations", json={**LONG, "stream": True}) as first:
+                lines = first.aiter_lines()
+                async for line in lines:
+                    if line.startswith("data: "):
+                        break
+                began = time.perf_counter()
+                async with httpx.AsyncClient(base_url=url, timeout=600) as fresh:
+                    body = {**turn, "stream": True}
+                    async with fresh.stream("POST", "/invocations", json=body) as second:
+                        async for line in second.aiter_lines():
+                            if line.startswith("data: "):
+                                new_call.append(time.perf_counter() - began)
+                                break
+            await wait_idle(http)
+    return {
+        "session_ttft_ms": round(statistics.median(on_session) * 1000, 1),
+        "new_call_ttft_ms": round(statistics.median(new_call) * 1000, 1),
+        "repeats": repeats,
+    }
+
+
+async def running(http: httpx.AsyncClient) -> float:
+    return metric_total((await http.get("/metrics")).text, RUNNING)
+
+
+async def wait_idle(http: httpx.AsyncClient, limit: float = 120) -> float:
+    """Seconds until vLLM runs nothing."""
+    began = time.perf_counter()
+    while await running(http) > 0:
+        if time.perf_counter() - began > limit:
+            raise RuntimeError(f"vLLM still runs a request after {limit} s")
+        await asyncio.sleep(IDLE_POLL_SECONDS)
+    return time.perf_counter() - began
+
+
+async def cancel_to_idle(url: str, repeats: int) -> dict[str, Any]:
+    """From a cancel frame, and from a dropped HTTP stream, until vLLM runs nothing."""
+    cancel: list[float] = []
+    dropped: list[float] = []
+    async with httpx.AsyncClient(base_url=url, timeout=600) as http:
+        for _ in range(repeats):
+            await wait_idle(http)
+            session = await open_session(url)
+            try:
+                await session.send(json.dumps({"id": "long", **LONG}))
+                for _ in range(3):
+                    await until(session, "long", ("chunk",))
+                began = time.perf_counter()
+                await session.send(json.dumps({"type": "cancel", "id": "long"}))
+                await wait_idle(http)
+                cancel.append(time.perf_counter() - began)
+            finally:
+                await session.close()
+            await wait_idle(http)
+            async with httpx.AsyncClient(base_url=url, timeout=600) as leaving:
+                stream = leaving.stream("POST", "/invocations", json={**LONG, "stream": True})
+                answer = await stream.__aenter__()
+                events = 0
+                async for line in answer.aiter_lines():
+                    events += line.startswith("data: ")
+                    if events == 3:
+                        break
+                began = time.perf_counter()
+                await stream.__aexit__(None, None, None)
+            await wait_idle(http)
+            dropped.append(time.perf_counter() - began)
+    return {
+        "cancel_to_idle_ms": round(statistics.median(cancel) * 1000, 1),
+        "cancel_to_idle_max_ms": round(max(cancel) * 1000, 1),
+        "dropped_stream_to_idle_ms": round(statistics.median(dropped) * 1000, 1),
+        "repeats": repeats,
+    }
+
+
+async def idle_sessions_memory(url: str, pid: int, count: int) -> dict[str, Any]:
+    """The front's resident memory with `count` idle sessions open, against none."""
+    import psutil
+
+    front = psutil.Process(pid)
+    before = front.memory_info().rss
+    sessions = [await open_session(url) for _ in range(count)]
+    try:
+        await asyncio.sleep(1)
+        with_sessions = front.memory_info().rss
+    finally:
+        await asyncio.gather(*(session.close() for session in sessions))
+    return {
+        "sessions": count,
+        "front_rss_mb": round(before / 2**20, 1),
+        "front_rss_with_sessions_mb": round(with_sessions / 2**20, 1),
+        "kb_per_session": round((with_sessions - before) / count / 1024, 1),
+    }
