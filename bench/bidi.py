@@ -34,7 +34,9 @@ def socket_url(url: str) -> str:
 
 
 async def open_session(url: str) -> ClientConnection:
-    return await connect(socket_url(url), max_size=None, max_queue=None, open_timeout=60)
+    return await connect(
+        socket_url(url), max_size=None, max_queue=None, open_timeout=60, proxy=None
+    )
 
 
 async def next_frame(session: ClientConnection) -> dict:

@@ -10,6 +10,7 @@ import json
 import httpx
 import pytest
 from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
 
 from tests.support.bidi import (
     chat_text,
@@ -182,7 +183,5 @@ def test_the_route_is_a_websocket_only(peagle):
     assert answer.status_code == 426
     assert "WebSocket" in answer.json()["error"]["message"]
     with pytest.raises(InvalidStatus) as refused:
-        from websockets.sync.client import connect
-
-        connect(socket_url(peagle.url, "/ping"), open_timeout=30)
+        connect(socket_url(peagle.url, "/ping"), open_timeout=30, proxy=None, legacy=True)
     assert refused.value.response.status_code == 403

@@ -23,8 +23,17 @@ def socket_url(http_url: str, path: str = ROUTE) -> str:
 
 def open_session(http_url: str, **options: Any) -> ClientConnection:
     """A session whose frames are all kept as they come (no read-side back-pressure), so a
-    test can read them whenever it likes."""
-    return connect(socket_url(http_url), max_size=None, max_queue=None, open_timeout=30, **options)
+    test can read them whenever it likes; open until closed (or a `with` block ends), never
+    through a proxy."""
+    return connect(
+        socket_url(http_url),
+        max_size=None,
+        max_queue=None,
+        open_timeout=30,
+        proxy=None,
+        legacy=True,
+        **options,
+    )
 
 
 def send(session: ClientConnection, frame: dict) -> None:
