@@ -47,8 +47,8 @@ def engine_headers(request: Request, replace: dict[bytes, bytes] | None = None):
     return to_engine(headers, record_of(request.scope).request_id) + list(replace.items())
 
 
-def bad_header(request: Request) -> Response | None:
-    for name, value in request.scope["headers"]:
+def bad_header(connection: Request | WebSocket) -> Response | None:
+    for name, value in connection.scope["headers"]:
         if (problem := value_problem(value)) is not None:
             return error_response(400, f"header {printable(name)!s} {problem}.")
     return None
@@ -184,12 +184,9 @@ def create_app(
             denial = error_response(503, message, "ServiceUnavailable", {"Retry-After": retry})
             await websocket.send_denial_response(denial)
             return
-        for name, value in scope["headers"]:
-            if (problem := value_problem(value)) is not None:
-                await websocket.send_denial_response(
-                    error_response(400, f"header {printable(name)!s} {problem}.")
-                )
-                return
+        if (refusal := bad_header(websocket)) is not None:
+            await websocket.send_denial_response(refusal)
+            return
         session = Session(websocket, session_parts, request_id(scope["headers"]))
         sessions.add(session)
         try:
