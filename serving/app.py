@@ -22,7 +22,7 @@ from serving.capture import Capture
 from serving.emf import EmfReporter
 from serving.errors import JsonAnswer, RequestRefused, error_response
 from serving.gate import NOT_SERVING, RequestGate, request_id
-from serving.headers import RawHeaders, to_engine, value_problem
+from serving.headers import to_engine, to_engine_as_json, value_problem
 from serving.lifecycle import Lifecycle, Status
 from serving.logs import printable
 from serving.metrics import FrontMetrics
@@ -110,16 +110,14 @@ def create_app(
         if (refusal := bad_header(request)) is not None:
             return refusal
         request_id = record_of(request.scope).request_id
-        client_headers = [
-            pair for pair in request.scope["headers"] if pair[0].lower() != b"content-type"
-        ]
+        client_headers = request.scope["headers"]
         numbers = iter(range(len(records)))
 
         async def send(content: bytes) -> transform.EngineReply:
             # Each record its own request id (the body's, with a number of its own), so the
             # engine's log and its per-request ids tell the records apart.
-            headers: RawHeaders = to_engine(client_headers, b"%s-%d" % (request_id, next(numbers)))
-            headers.append((b"content-type", b"application/json"))
+            number = b"%s-%d" % (request_id, next(numbers))
+            headers = to_engine_as_json(client_headers, number)
             upstream = await relay.client.send(
                 "POST", invocations.ENGINE_PATH.encode(), content, headers
             )

@@ -31,7 +31,7 @@ from serving.answers import Speculation
 from serving.engine_client import EngineAnswer, EngineClient, EngineError
 from serving.errors import RequestRefused
 from serving.gate import RequestGate
-from serving.headers import RawHeaders, to_engine
+from serving.headers import to_engine_as_json
 from serving.logs import FIELDS, printable
 from serving.metrics import FrontMetrics
 from serving.payload_parser import PayloadParser
@@ -276,9 +276,7 @@ class Session:
         except RequestRefused as refused:
             self.send_now(frames.error(request_id, refused.status, refused.message))
             return refused.status
-        headers: RawHeaders = to_engine(self.headers, engine_id)
-        headers = [pair for pair in headers if pair[0].lower() != b"content-type"]
-        headers.append((b"content-type", b"application/json"))
+        headers = to_engine_as_json(self.headers, engine_id)
         try:
             upstream = await self.parts.client.send(
                 "POST", invocations.ENGINE_PATH.encode(), prepared.content, headers

@@ -56,6 +56,13 @@ def to_engine(headers: Iterable[tuple[bytes, bytes]], request_id: bytes) -> RawH
     return [*forwarded, (REQUEST_ID, request_id)]
 
 
+def to_engine_as_json(headers: Iterable[tuple[bytes, bytes]], request_id: bytes) -> RawHeaders:
+    """The same, for a body the front hands the engine as JSON whatever the client's type
+    said (a Batch Transform record, a request of a bidirectional-stream session)."""
+    forwarded = end_to_end(headers, drop=frozenset({REQUEST_ID, b"content-type"}))
+    return [*forwarded, (REQUEST_ID, request_id), (b"content-type", b"application/json")]
+
+
 def to_client(headers: Iterable[tuple[bytes, bytes]]) -> RawHeaders:
     """The engine's response headers as the client gets them."""
     return end_to_end(headers, drop=SERVER_WRITTEN)
