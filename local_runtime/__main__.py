@@ -12,6 +12,10 @@ With --async-output-uri, boto3's invoke_endpoint_async works too: the payload is
 InputLocation in S3 (--s3-endpoint-url for a local S3 such as moto's server), and the answer
 written under that prefix (local_runtime/async_inference.py).
 
+With --http2-port, InvokeEndpointWithBidirectionalStream works too, over HTTPS with HTTP/2 on
+that port (local_runtime/http2.py, local_runtime/bidirectional.py): each session is bridged
+to the container's WebSocket at /invocations-bidirectional-stream.
+
 `python -m local_runtime transform IN.jsonl OUT.jsonl` runs a Batch Transform job against the
 container instead (local_runtime/transform.py).
 """
@@ -19,14 +23,22 @@ container instead (local_runtime/transform.py).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import sys
+from pathlib import Path
 
 import uvicorn
 
-from local_runtime.app import INVOKE_TIMEOUT_SECONDS, Runtime, create_app
+from local_runtime import http2
+from local_runtime.app import create_app
+from local_runtime.http2 import CERTIFICATE_FILE, DEFAULT_CERTIFICATE_DIR
+from local_runtime.runtime import INVOKE_TIMEOUT_SECONDS, Runtime
 from local_runtime.shadow import DEFAULT_SAMPLE_PERCENT, Shadow
+
+# uvicorn.run's exit status when its server could not start (a port taken, say).
+STARTUP_FAILURE = 3
 
 
 def percent(text: str) -> float:
@@ -83,6 +95,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--async-failure-uri", help="s3://.../ for failures (OUTPUT/failures/)")
     parser.add_argument("--s3-endpoint-url", help="the S3 to read and write (default: AWS's)")
     parser.add_argument(
+        "--http2-port",
+        type=int,
+        help="also serve HTTPS with HTTP/2 on this port, the only way "
+        "InvokeEndpointWithBidirectionalStream's client reaches an endpoint "
+        "(default: no such listener)",
+    )
+    parser.add_argument(
+        "--certificate-dir",
+        type=Path,
+        default=DEFAULT_CERTIFICATE_DIR,
+        help="where the HTTPS listener's self-signed certificate is made once and kept; a "
+        f"client trusts its {CERTIFICATE_FILE} (default: %(default)s)",
+    )
+    parser.add_argument(
         "--max-concurrent-invocations",
         type=int,
         default=4,
@@ -132,7 +158,31 @@ def main(argv: list[str] | None = None) -> None:
     app = create_app(runtime, async_invocations_from(args, runtime))
     # loop and http stay "auto": uvloop and httptools when installed (uvicorn[standard], which
     # vLLM brings), which take about 0.3 ms off each call against asyncio and h11 here.
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    config = uvicorn.Config(
+        app, host=args.host, port=args.port, log_level="warning", access_log=False
+    )
+    server = uvicorn.Server(config)
+    with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:
+        runner.run(serve(server, app, args))
+    if not server.started:
+        sys.exit(STARTUP_FAILURE)
+
+
+async def serve(server: uvicorn.Server, app, args: argparse.Namespace) -> None:
+    """uvicorn's listener, and the HTTP/2 one beside it when asked for; both stop when
+    uvicorn does (SIGINT, SIGTERM)."""
+    if args.http2_port is None:
+        await server.serve()
+        return
+    stopped = asyncio.Event()
+    http2_listener = asyncio.create_task(
+        http2.serve(app, args.host, args.http2_port, args.certificate_dir, stopped)
+    )
+    try:
+        await server.serve()
+    finally:
+        stopped.set()
+        await http2_listener
 
 
 if __name__ == "__main__":

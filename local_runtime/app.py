@@ -1,4 +1,4 @@
-"""The runtime's two routes, InvokeEndpoint and InvokeEndpointWithResponseStream, relayed to
+"""The runtime's routes: InvokeEndpoint and InvokeEndpointWithResponseStream relayed to
 the container's /invocations as SageMaker relays them. Any endpoint name reaches the one
 container. With a shadow container (local_runtime/shadow.py), a sampled share of the calls
 is mirrored to it too; GET /shadow shows what was mirrored.
@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
@@ -22,92 +21,21 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from local_runtime import event_stream
-from local_runtime.asgi import read_body, request_headers, send_answer
+from local_runtime.asgi import read_body, send_answer
 from local_runtime.async_inference import AsyncInvocations
-from local_runtime.container import Answer, ContainerClient, ContainerError, StreamedAnswer
+from local_runtime.bidirectional import InvokeEndpointWithBidirectionalStream
+from local_runtime.container import Answer, ContainerError, StreamedAnswer
 from local_runtime.errors import (
-    CONTAINER_NAME,
-    LOCAL_ACCOUNT,
     TIMED_OUT,
     model_error,
     validation_error,
 )
-from local_runtime.headers import CUSTOM_ATTRIBUTES_MAX, to_client, to_container
-from local_runtime.shadow import Shadow
+from local_runtime.headers import to_client, to_container
+from local_runtime.runtime import Call, Runtime, container_failed, refusal
 
 log = logging.getLogger("local_runtime")
-# SageMaker's limits: the request body, the time to answer, and the /ping timeout.
+# SageMaker's limit on the request body.
 MAX_BODY_BYTES = 6 * 1024 * 1024
-INVOKE_TIMEOUT_SECONDS = 60.0
-PING_TIMEOUT_SECONDS = 2.0
-
-
-class Runtime:
-    """The container behind the runtime. Like an endpoint, it is in service from the first
-    /ping 200 on; before that, invocations are refused as SageMaker refuses them."""
-
-    def __init__(
-        self,
-        container_url: str,
-        invoke_timeout: float = INVOKE_TIMEOUT_SECONDS,
-        part_bytes: int | None = None,
-        shadow: Shadow | None = None,
-    ):
-        self.invoke_timeout = invoke_timeout
-        # SageMaker does not align PayloadParts with the container's events; cutting parts
-        # to this size shows whether a client copes (None: one part per container chunk).
-        self.part_bytes = part_bytes
-        self.container = ContainerClient(container_url, connect_timeout=PING_TIMEOUT_SECONDS)
-        self.in_service = False
-        self.shadow = shadow
-
-    async def check_in_service(self) -> bool:
-        if not self.in_service:
-            try:
-                async with asyncio.timeout(PING_TIMEOUT_SECONDS):
-                    ping = await self.container.fetch("GET", "/ping", {})
-                self.in_service = ping.status == 200
-            except (ContainerError, TimeoutError):
-                pass
-        return self.in_service
-
-    def mirror(self, headers: Mapping[str, str], body: bytes, stream: bool) -> None:
-        """Offer the call, as the container gets it, to the shadow. Synchronous: production
-        never waits on the shadow."""
-        if self.shadow is not None:
-            self.shadow.offer(headers, body, stream, self.invoke_timeout)
-
-    async def aclose(self) -> None:
-        self.container.close()
-        if self.shadow is not None:
-            await self.shadow.aclose()
-
-
-class Call:
-    """One client call as SageMaker sees it: its endpoint name, headers and request id."""
-
-    def __init__(self, scope: Scope):
-        self.endpoint_name: str = scope["path_params"]["endpoint_name"]
-        self.headers = request_headers(scope)
-        self.request_id = str(uuid.uuid4())
-
-
-async def refusal(runtime: Runtime, call: Call) -> Response | None:
-    """SageMaker's checks before the container sees the request."""
-    attributes = call.headers.get("x-amzn-sagemaker-custom-attributes", "")
-    if len(attributes) > CUSTOM_ATTRIBUTES_MAX:
-        return validation_error(
-            "1 validation error detected: Value at 'customAttributes' failed to satisfy "
-            f"constraint: Member must have length less than or equal to {CUSTOM_ATTRIBUTES_MAX}",
-            call.request_id,
-        )
-    if not await runtime.check_in_service():
-        log.info("%s: the container's /ping has not answered 200 yet", call.endpoint_name)
-        return validation_error(
-            f"Endpoint {call.endpoint_name} of account {LOCAL_ACCOUNT} not found.",
-            call.request_id,
-        )
-    return None
 
 
 async def read_limited(call: Call, receive: Receive) -> bytes | None:
@@ -128,12 +56,6 @@ def too_large(request_id: str) -> Response:
 
 def original_message(body: bytes) -> str:
     return body.decode(errors="replace")
-
-
-def container_failed(error: ContainerError) -> str:
-    return (
-        f"The connection to container {CONTAINER_NAME} failed ({error}); see the container's log."
-    )
 
 
 class InvokeEndpoint:
@@ -281,6 +203,11 @@ def create_app(runtime: Runtime, async_invocations: AsyncInvocations | None = No
         Route(
             "/endpoints/{endpoint_name}/invocations-response-stream",
             InvokeEndpointWithResponseStream(runtime),
+            methods=["POST"],
+        ),
+        Route(
+            "/endpoints/{endpoint_name}/invocations-bidirectional-stream",
+            InvokeEndpointWithBidirectionalStream(runtime),
             methods=["POST"],
         ),
         Route("/shadow", ShadowCounters(runtime), methods=["GET"]),

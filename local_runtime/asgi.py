@@ -42,11 +42,16 @@ async def send_answer(
     send: Send, headers: Mapping[str, str], body: bytes, content_type: str | None
 ) -> None:
     """A 200 answer with `body`, its Content-Type passed on as the container gave it."""
-    raw_headers = [
+    raw = raw_headers(headers)
+    raw.append((b"content-length", str(len(body)).encode()))
+    if content_type is not None:
+        raw.append((b"content-type", content_type.encode("latin-1")))
+    await send({"type": "http.response.start", "status": 200, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+def raw_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+    """ASGI's form: names lower-case, both as bytes."""
+    return [
         (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()
     ]
-    raw_headers.append((b"content-length", str(len(body)).encode()))
-    if content_type is not None:
-        raw_headers.append((b"content-type", content_type.encode("latin-1")))
-    await send({"type": "http.response.start", "status": 200, "headers": raw_headers})
-    await send({"type": "http.response.body", "body": body})

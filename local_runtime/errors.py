@@ -39,8 +39,9 @@ def error_response(
     )
 
 
-def validation_error(message: str, request_id: str) -> JSONResponse:
-    return error_response("ValidationError", 400, {"Message": message}, request_id)
+def validation_error(message: str, request_id: str, code: str = "ValidationError") -> JSONResponse:
+    """`code`: the HTTP/2 runtime's model names this error InputValidationError."""
+    return error_response(code, 400, {"Message": message}, request_id)
 
 
 def model_error(
