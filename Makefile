@@ -19,6 +19,8 @@ OPT_ML_ROOT ?= $(if $(wildcard $(TRAINED_ROOT)/.stamp),$(TRAINED_ROOT),$(QUICK_R
 PORT ?= 8080
 # make local-runtime: SageMaker Runtime's REST protocol here, in front of the container on PORT.
 RUNTIME_PORT ?= 8081
+# InvokeEndpointWithBidirectionalStream's HTTPS listener (HTTP/2).
+RUNTIME_HTTP2_PORT ?= 8443
 # make local-runtime SHADOW_PORT=8090: also mirror SHADOW_SAMPLE percent of calls to a shadow there.
 SHADOW_PORT ?=
 SHADOW_SAMPLE ?= 50
@@ -191,6 +193,7 @@ fidelity: trained-model
 
 local-runtime: setup
 	$(PY) -m local_runtime --port $(RUNTIME_PORT) --container-url http://127.0.0.1:$(PORT) \
+		--http2-port $(RUNTIME_HTTP2_PORT) \
 		$(if $(SHADOW_PORT),--shadow-container-url http://127.0.0.1:$(SHADOW_PORT) --shadow-sample $(SHADOW_SAMPLE))
 
 lint: setup

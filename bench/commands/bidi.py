@@ -33,6 +33,13 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--rounds", type=int, default=3, help="socket/HTTP rounds (3)")
     parser.add_argument("--repeats", type=int, default=5, help="for the timings (5)")
     parser.add_argument("--sessions", type=int, default=256, help="idle sessions (256)")
+    parser.add_argument(
+        "--busy-sessions",
+        type=int,
+        default=16,
+        help="sessions at once for the integrity check, each with requests in flight and one "
+        "cancelled (16)",
+    )
 
 
 def payloads(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -58,6 +65,7 @@ def measure(url: str, pid: int, args: argparse.Namespace) -> dict[str, Any]:
             "second_turn": await bidi.second_turn(url, requests[0], args.repeats),
             "cancel": await bidi.cancel_to_idle(url, args.repeats),
             "memory": await bidi.idle_sessions_memory(url, pid, args.sessions),
+            "integrity": await bidi.integrity(url, requests, args.busy_sessions, 3),
         }
 
     return asyncio.run(run())
@@ -80,6 +88,14 @@ def table(results: dict[str, dict[str, Any]]) -> str:
             f"{cancel['cancel_to_idle_max_ms']} | {cancel['dropped_stream_to_idle_ms']} | "
             f"{memory['front_rss_mb']} -> {memory['front_rss_with_sessions_mb']} MB with "
             f"{memory['sessions']} ({memory['kb_per_session']} KB each) |"
+        )
+    for name, result in results.items():
+        check = result["integrity"]
+        lines.append(
+            f"\n- {name}, {check['sessions']} sessions at once with {check['requests']} "
+            f"requests, one cancelled in each: {check['done']} done, {check['cancelled']} "
+            f"cancelled, {check['frames']} frames; ids with a frame lost, reordered or "
+            f"doubled: {check['faulty_ids']}"
         )
     if "none" in results and len(results) > 1:
         alone = results["none"]["throughput"]
