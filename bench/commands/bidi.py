@@ -74,9 +74,9 @@ def measure(url: str, pid: int, args: argparse.Namespace) -> dict[str, Any]:
 def table(results: dict[str, dict[str, Any]]) -> str:
     lines = [
         "| configuration | socket tok/s | /invocations tok/s | socket / HTTP | second turn "
-        "TTFT: session / new call (ms) | cancel frame to idle (ms, median / max) | dropped "
-        "stream to idle (ms) | front RSS with idle sessions |",
-        "|---|---|---|---|---|---|---|---|",
+        "TTFT: session / new call (ms) | cancel frame to the last token (ms, median / max) | "
+        "to running 0 | dropped stream to the last token (ms) | front RSS with idle sessions |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, result in results.items():
         speed, turn = result["throughput"], result["second_turn"]
@@ -84,8 +84,10 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         lines.append(
             f"| {name} | {speed['socket_tokens_per_s']} | {speed['http_tokens_per_s']} | "
             f"{speed['socket_over_http']:.2f}x | {turn['session_ttft_ms']} / "
-            f"{turn['new_call_ttft_ms']} | {cancel['cancel_to_idle_ms']} / "
-            f"{cancel['cancel_to_idle_max_ms']} | {cancel['dropped_stream_to_idle_ms']} | "
+            f"{turn['new_call_ttft_ms']} | {cancel['cancel_to_last_token_ms']} / "
+            f"{cancel['cancel_to_last_token_max_ms']} | "
+            f"{cancel['cancel_to_running_gauge_0_ms']} | "
+            f"{cancel['dropped_stream_to_last_token_ms']} | "
             f"{memory['front_rss_mb']} -> {memory['front_rss_with_sessions_mb']} MB with "
             f"{memory['sessions']} ({memory['kb_per_session']} KB each) |"
         )
