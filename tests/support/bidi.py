@@ -75,15 +75,6 @@ def until_type(session: ClientConnection, request_id: Any, kind: str) -> list[di
             raise AssertionError(f"{request_id!r} ended before a {kind} frame: {frame}")
 
 
-def chat_text(frames: list[dict]) -> str:
-    return "".join(
-        choice["delta"].get("content") or ""
-        for frame in frames
-        if frame["type"] == "chunk"
-        for choice in frame["data"].get("choices", [])
-    )
-
-
 def completion_text(frames: list[dict]) -> str:
     return "".join(
         choice.get("text") or ""
