@@ -165,20 +165,27 @@ async def wait_idle(http: httpx.AsyncClient, limit: float = 120) -> float:
     return time.perf_counter() - began
 
 
-async def last_token_after(http: httpx.AsyncClient, began: float) -> float:
-    """Seconds from `began` to the last change of vLLM's generated-token count (polled until
-    it has stood still for QUIET_SECONDS): when generation stopped, to within one scrape.
-    vLLM's running gauge is no such clock: an abort that leaves the engine idle publishes no
-    step, so the gauge reads 0 only some 90 ms later (a request that ends by itself reads 0
-    within ~77 ms of its last frame; one aborted, ~170 ms after the cancel)."""
-    last_value, last_change = None, began
+async def generated(http: httpx.AsyncClient) -> float:
+    return metric_total((await http.get("/metrics")).text, GENERATED)
+
+
+async def after_stop(http: httpx.AsyncClient, count: float, began: float) -> tuple[float, float]:
+    """Seconds from `began` to the last change of vLLM's generated-token count (`count`
+    just before; polled until it has stood still for QUIET_SECONDS), and to its running
+    gauge reading 0. The first is when generation stopped, to within one scrape (tokens of
+    the scrape before `began` count after it: an upper bound). The gauge is no such clock:
+    an abort that leaves the engine idle publishes no step, so it reads 0 later."""
+    last_change, zero_at = began, None
     while True:
-        value = metric_total((await http.get("/metrics")).text, GENERATED)
+        metrics = (await http.get("/metrics")).text
         now = time.perf_counter()
-        if value != last_value:
-            last_value, last_change = value, now
-        elif now - last_change > QUIET_SECONDS:
-            return last_change - began
+        value = metric_total(metrics, GENERATED)
+        if value != count:
+            count, last_change = value, now
+        if zero_at is None and metric_total(metrics, RUNNING) == 0:
+            zero_at = now
+        if zero_at is not None and now - last_change > QUIET_SECONDS:
+            return last_change - began, zero_at - began
 
 
 async def cancel_to_idle(url: str, repeats: int) -> dict[str, Any]:
@@ -195,11 +202,12 @@ async def cancel_to_idle(url: str, repeats: int) -> dict[str, Any]:
                 await session.send(json.dumps({"id": "long", **LONG}))
                 for _ in range(3):
                     await until(session, "long", ("chunk",))
+                count = await generated(http)
                 began = time.perf_counter()
                 await session.send(json.dumps({"type": "cancel", "id": "long"}))
-                await wait_idle(http)
-                cancel_gauge.append(time.perf_counter() - began)
-                cancel.append(await last_token_after(http, began))
+                last_token, gauge = await after_stop(http, count, began)
+                cancel.append(last_token)
+                cancel_gauge.append(gauge)
             finally:
                 await session.close()
             await wait_idle(http)
@@ -207,13 +215,18 @@ async def cancel_to_idle(url: str, repeats: int) -> dict[str, Any]:
                 stream = leaving.stream("POST", "/invocations", json={**LONG, "stream": True})
                 answer = await stream.__aenter__()
                 events = 0
-                async for line in answer.aiter_lines():
+                lines = answer.aiter_lines()
+                async for line in lines:
                     events += line.startswith("data: ")
                     if events == 3:
                         break
+                count = await generated(http)
                 began = time.perf_counter()
+                # Closing the lines' generator is what drops the stream (its finalizer
+                # would, at once, had the loop above been left with it unclosed).
+                await lines.aclose()
                 await stream.__aexit__(None, None, None)
-            dropped.append(await last_token_after(http, began))
+            dropped.append((await after_stop(http, count, began))[0])
             await wait_idle(http)
     return {
         "cancel_to_last_token_ms": round(statistics.median(cancel) * 1000, 1),
