@@ -148,3 +148,46 @@ def test_a_speculative_step_takes_its_drafts_before_its_outputs_leave():
     executed, calls = json.loads(ran.stdout.splitlines()[-1])
     assert executed is True
     assert calls == ["take the drafts", "queue the outputs"]
+
+
+# EngineCore.step() and post_step() run on a stand-in engine that counts the draft fetches
+# (vllm_patches/no_draft_fetch_at_k0.py): a round trip to the workers cannot be counted from
+# outside a real engine; the speed it buys is `bench`'s to show.
+DRAFT_FETCHES = """
+import contextlib, json
+from concurrent.futures import Future
+from types import SimpleNamespace
+from vllm.v1.engine.core import EngineCore
+fetches = []
+def engine_at(k):
+    done = Future()
+    done.set_result("model output")
+    output = SimpleNamespace(num_spec_tokens_to_schedule=k, total_num_scheduled_tokens=4)
+    return SimpleNamespace(
+        scheduler=SimpleNamespace(
+            has_requests=lambda: True, schedule=lambda throttle: output,
+            get_grammar_bitmask=lambda output: None,
+            update_from_output=lambda output, model_output: {},
+            update_draft_token_ids=lambda drafts: None),
+        model_executor=SimpleNamespace(
+            execute_model=lambda output, non_block: done,
+            take_draft_token_ids=lambda: fetches.append(k)),
+        _should_throttle_prefills=lambda: False,
+        capture_iteration_details=lambda output: contextlib.nullcontext(),
+        log_error_detail=lambda output: contextlib.nullcontext(),
+        _process_aborts_queue=lambda: None,
+        _attach_iteration_details=lambda outputs, details: None,
+        _attach_weight_version=lambda outputs: None,
+        check_for_draft_tokens=True, async_scheduling=False)
+for k in (7, 0, 3):
+    engine = engine_at(k)
+    _, executed = EngineCore.step(engine)
+    EngineCore.post_step(engine, executed)
+print(json.dumps(fetches))
+"""
+
+
+def test_a_step_scheduled_at_k0_fetches_no_drafts_from_the_workers():
+    ran = subprocess.run([sys.executable, "-c", DRAFT_FETCHES], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert json.loads(ran.stdout.splitlines()[-1]) == [7, 3]
