@@ -96,7 +96,9 @@ def check(
     import torch
 
     kernels: dict[str, Any] = {}
-    for relative in {KERNELS[name][0] for name in only}:
+    # In KERNELS' order: a set's would follow the run's string hashing, and a missing file
+    # would then be named at random.
+    for relative in dict.fromkeys(KERNELS[name][0] for name in only):
         names = [name for name in only if KERNELS[name][0] == relative]
         kernels.update(load_kernels(source_root, relative, names))
     results = {name: Result(name) for name in only}
