@@ -89,6 +89,7 @@ def patches() -> list[Patch]:
         draft_tokens_per_position,
         drafts_before_outputs,
         json_whitespace_bound,
+        keep_prefix_block_at_k0,
         no_draft_fetch_at_k0,
         parallel_drafting_dynamic_k,
     )
@@ -99,6 +100,7 @@ def patches() -> list[Patch]:
         draft_tokens_per_position.PATCH,
         drafts_before_outputs.PATCH,
         no_draft_fetch_at_k0.PATCH,
+        *keep_prefix_block_at_k0.PATCHES,
     ]
 
 
