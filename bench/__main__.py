@@ -23,6 +23,8 @@
               container: records/s, tok/s against the best real-time level, lost records
   bidi        bidirectional streaming against /invocations: throughput, a second turn's first
               token, cancel to idle, the memory of idle sessions
+  k0-return   coming back from K=0: a request's acceptance after steps without drafts, against
+              the same text drafted from its first token
 
 run, overhead, crosscheck and load take --url of a running container, or --start CONFIG
 (none, eagle3:K or peagle:K) to start a local one for the duration.
@@ -42,6 +44,7 @@ from bench.commands import (
     fault,
     fidelity,
     image,
+    k0_return,
     load,
     overhead,
     retrain,
@@ -54,7 +57,7 @@ from bench.commands import (
 
 COMMANDS = (
     run, sweep, crossover, overhead, crosscheck, load, coldstart, image, fault, retrain, ab,
-    fidelity, shadow, train_head, transform, bidi,
+    fidelity, shadow, train_head, transform, bidi, k0_return,
 )  # fmt: skip
 
 

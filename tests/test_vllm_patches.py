@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from gpu_check import vllm_source
-from harness.paths import REPO_ROOT
+from harness.paths import QUICK_DEMO_ROOT, REPO_ROOT
+from serving import paths
 from tests.support.containers import DEMO_ROOT
 from vllm_patches import Patch, PatchError, apply_patch, check, patches, state, vllm_root
 
@@ -231,7 +232,7 @@ for name, specs in {"full": [full], "full+window": [full, window]}.items():
     kv.allocate_slots(first, first.num_tokens)
     kv.cache_blocks(first, first.num_tokens)
     for k in (7, 0):
-        scheduler = SimpleNamespace(connector=None, kv_cache_manager=kv, running=[],
+        scheduler = SimpleNamespace(connector=None, kv_cache_manager=kv, running=[], waiting=[0],
                                     dynamic_sd_lookup=[0] + [k] * 8)
         scheduler._admitted_batch_drafts = lambda s=scheduler: Scheduler._admitted_batch_drafts(s)
         _, found, _, _ = Scheduler._get_local_prefix_cache_hit(scheduler, request(f"at{k}"))
@@ -251,3 +252,60 @@ def test_a_request_admitted_at_k0_keeps_its_whole_prefix_cache_hit():
         "full+window K=7": 64,
         "full+window K=0": 80,
     }
+
+
+# The quick demo pair served in-process with a schedule that drafts only while a request is
+# alone, the rejection sampler's calls counted (vllm_patches/plain_sampling_at_k0.py): its
+# cost per step is a profile's to show, not a test's.
+PLAIN_STEPS = """
+import json
+import sys
+
+from training import cpu_shims
+
+cpu_shims.offline_vllm_in_one_process()
+from vllm import LLM, SamplingParams
+from vllm.v1.sample.rejection_sampler import RejectionSampler
+
+calls = []
+forward = RejectionSampler.forward
+def counted(self, *args, **kwargs):
+    calls.append(1)
+    return forward(self, *args, **kwargs)
+RejectionSampler.forward = counted
+target, head = sys.argv[1:3]
+llm = LLM(
+    model=target,
+    speculative_config={
+        "model": head, "method": "eagle3", "num_speculative_tokens": 3,
+        "parallel_drafting": True,
+        "num_speculative_tokens_per_batch_size": [[1, 1, 3], [2, 1024, 0]],
+    },
+    max_num_seqs=8,
+    **cpu_shims.vllm_settings(),
+)
+greedy = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
+prompts = ["def fibonacci(n):", "def is_prime(n):"]
+alone = llm.generate(prompts[:1], greedy, use_tqdm=False)[0].outputs[0].token_ids
+at_k3 = len(calls)
+together = llm.generate(prompts, greedy, use_tqdm=False)[0].outputs[0].token_ids
+print(json.dumps({"k3": at_k3, "k0": len(calls) - at_k3, "same": list(alone) == list(together)}))
+"""
+
+
+def test_a_step_scheduled_at_k0_samples_without_the_rejection_sampler():
+    target, head = paths.model_dir(QUICK_DEMO_ROOT), paths.channel_dir(QUICK_DEMO_ROOT)
+    ran = subprocess.run(
+        [sys.executable, "-c", PLAIN_STEPS, str(target), str(head)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=600,
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    found = json.loads(ran.stdout.splitlines()[-1])
+    # Alone (K=3) every step verifies through the rejection sampler; two together (K=0)
+    # sample plainly, and the first prompt's greedy answer is the same token for token.
+    assert found["k3"] > 0
+    assert found["k0"] == 0
+    assert found["same"] is True

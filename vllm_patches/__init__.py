@@ -92,6 +92,7 @@ def patches() -> list[Patch]:
         keep_prefix_block_at_k0,
         no_draft_fetch_at_k0,
         parallel_drafting_dynamic_k,
+        plain_sampling_at_k0,
     )
 
     return [
@@ -101,6 +102,7 @@ def patches() -> list[Patch]:
         drafts_before_outputs.PATCH,
         no_draft_fetch_at_k0.PATCH,
         *keep_prefix_block_at_k0.PATCHES,
+        plain_sampling_at_k0.PATCH,
     ]
 
 

@@ -16,10 +16,11 @@ drop switched off (`disable_eagle_block_drop`) it was 63.2%, and output tokens/s
 clients 1.22x. That switch applies at every K, though, where the drop protects acceptance.
 
 Fix: the scheduler asks for the drop only when the batch a request joins drafts: at
-admission it looks up K for the running batch plus this request in the dynamic SD
-lookup, and passes `drop_eagle_block=False` to `KVCacheManager.get_computed_blocks()` when
-that K is 0. The manager passes it on to the coordinator, whose unitary and hybrid lookups
-drop the block only if both the group is an EAGLE group and the caller asked for it.
+admission it looks up K for the running and waiting requests (this one among them), the
+batch it will decode in, in the dynamic SD lookup, and passes `drop_eagle_block=False` to
+`KVCacheManager.get_computed_blocks()` when that K is 0. The manager passes it on to the
+coordinator, whose unitary and hybrid lookups drop the block only if both the group is an
+EAGLE group and the caller asked for it.
 Without a per-batch-size schedule, with a connector (`get_computed_blocks_for_connector`)
 and on the connector's reconcile path, nothing changes. Outputs are unchanged: the target
 verifies every draft, and the blocks kept are the target's own cached KV. A request
@@ -49,15 +50,17 @@ ADMISSION = Edit(
         return blocks, num_local, shared_prefix_boundary, False
 
     def _admitted_batch_drafts(self) -> bool:
-        \"\"\"Dynamic SD: whether the batch a request admitted now joins drafts.
+        \"\"\"Dynamic SD: whether the batch a request admitted now runs in drafts.
 
-        At K=0 the drafter does not run on the prefill, so the EAGLE block
-        drop would only prefill the hit's last block again for nothing.
+        The batch is the running requests and the waiting ones (this one
+        among them). At K=0 the drafter does not run on the request, so the
+        EAGLE block drop would only prefill the hit's last block again.
         \"\"\"
         lookup = self.dynamic_sd_lookup
         if lookup is None:
             return True
-        return lookup[min(len(self.running) + 1, len(lookup) - 1)] > 0
+        batch_size = len(self.running) + len(self.waiting)
+        return lookup[max(1, min(batch_size, len(lookup) - 1))] > 0
 """,
 )
 
