@@ -154,8 +154,20 @@ serve: serve-model
 check: serve-model
 	$(DEMO_ENV) $(PY) -m serving check
 
+# The engine-fault tests: the same functions run against the host processes here and against
+# the built image under `make image-test`. CI (HOST_LEAVES_FAULTS_TO_IMAGE=1) runs them once,
+# on the image, where SageMaker meets them: they stop, kill and restart engines for about
+# 5 minutes on 2 cores.
+ENGINE_FAULT_TESTS := \
+	tests/test_lifecycle.py::test_engine_death_fails_requests_fast_and_exits_non_zero \
+	tests/test_self_healing.py::test_a_stalled_engine_answers_its_requests_and_is_restarted_in_place \
+	tests/test_self_healing.py::test_a_killed_engine_ends_its_stream_with_an_error_and_comes_back \
+	tests/test_self_healing.py::test_one_death_more_than_allowed_ends_the_container \
+	tests/test_self_healing.py::test_a_stop_during_a_restart_exits_0_within_sagemakers_30_s
+HOST_TEST_FLAGS := $(if $(HOST_LEAVES_FAULTS_TO_IMAGE),$(addprefix --deselect ,$(ENGINE_FAULT_TESTS)))
+
 test: demo-model quick-model trained-model
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests $(HOST_TEST_FLAGS)
 
 # The client libraries the suite calls the container with, one environment per family, as a
 # user installs them (the suite builds a missing one on first use; .ci/run builds them early).
@@ -250,10 +262,7 @@ gpu-check: setup quick-model
 # host suite's tests that apply to any container (same functions, docker backend).
 image-test: image-cpu image-train-cpu trained-model quick-model
 	$(PY) -m pytest --backend docker --image $(IMAGE_CPU) --training-image $(IMAGE_TRAIN_CPU) \
-		tests/image tests/test_app.py tests/test_bidirectional_stream.py \
-		tests/test_lifecycle.py::test_engine_death_fails_requests_fast_and_exits_non_zero \
-		tests/test_self_healing.py \
-		--deselect tests/test_self_healing.py::test_a_restart_that_fails_ends_the_container_and_says_why
+		tests/image tests/test_app.py tests/test_bidirectional_stream.py $(ENGINE_FAULT_TESTS)
 
 format: setup
 	$(VENV)/bin/ruff format serving gpu_check bench image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches

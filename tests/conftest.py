@@ -161,8 +161,10 @@ CONFIGURATIONS = {
 }
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Only the configurations some collected test asks for are started.
+    # Only the configurations some selected test asks for are started (last, after
+    # --deselect and -k have taken theirs out).
     used = {name for item in items for name in getattr(item, "fixturenames", ())}
     config.stash[USED_CONFIGURATIONS] = [name for name in CONFIGURATIONS if name in used]
 

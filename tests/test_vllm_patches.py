@@ -309,3 +309,65 @@ def test_a_step_scheduled_at_k0_samples_without_the_rejection_sampler():
     assert found["k3"] > 0
     assert found["k0"] == 0
     assert found["same"] is True
+
+
+# The quick demo pair served in-process with a token budget that admits a burst of four
+# prompts over several steps, each step's K recorded with the requests it scheduled and the
+# ones still waiting (vllm_patches/dynamic_k_counts_waiting.py). What drafting at the ramp's
+# K costs at 64 clients is `bench`'s to show.
+RAMP_STEPS = """
+import json
+import sys
+
+from training import cpu_shims
+
+cpu_shims.offline_vllm_in_one_process()
+from vllm import LLM, SamplingParams
+from vllm.v1.core.sched.scheduler import Scheduler
+
+steps = []
+schedule = Scheduler.schedule
+def recorded(self, *args, **kwargs):
+    output = schedule(self, *args, **kwargs)
+    if output.num_scheduled_tokens:
+        steps.append([len(output.num_scheduled_tokens), len(self.waiting),
+                      output.num_spec_tokens_to_schedule])
+    return output
+Scheduler.schedule = recorded
+target, head = sys.argv[1:3]
+llm = LLM(
+    model=target,
+    speculative_config={
+        "model": head, "method": "eagle3", "num_speculative_tokens": 3,
+        "parallel_drafting": True,
+        "num_speculative_tokens_per_batch_size": [[1, 2, 3], [3, 1024, 0]],
+    },
+    max_num_seqs=8,
+    max_num_batched_tokens=32,
+    **cpu_shims.vllm_settings(),
+)
+greedy = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
+prompts = [f"def {name}(numbers: list[int]) -> int:\\n    " + '\"\"\"' + f"Return the {name}"
+           for name in ("largest", "smallest", "median", "mode")]
+llm.generate(prompts, greedy, use_tqdm=False)
+print(json.dumps(steps))
+"""
+
+
+def test_a_burst_admitted_over_several_steps_drafts_at_the_k_of_its_whole_load():
+    target, head = paths.model_dir(QUICK_DEMO_ROOT), paths.channel_dir(QUICK_DEMO_ROOT)
+    ran = subprocess.run(
+        [sys.executable, "-c", RAMP_STEPS, str(target), str(head)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=600,
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    steps = json.loads(ran.stdout.splitlines()[-1])
+    # The budget admits the four prompts over several steps: some step scheduled fewer than
+    # three while the rest waited. While three or more are in the engine (the schedule's K=0
+    # range) no step drafts; once the burst is down to two, K rises again.
+    assert any(scheduled < 3 <= scheduled + waiting for scheduled, waiting, _ in steps), steps
+    assert all(k == 0 for scheduled, waiting, k in steps if scheduled + waiting >= 3), steps
+    assert any(k == 3 for _, _, k in steps), steps

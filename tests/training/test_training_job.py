@@ -1,6 +1,6 @@
 """The head trainer as SageMaker Training runs it: channels under /opt/ml/input/data,
 hyperparameters.json with string values, the head in /opt/ml/model, the reason for a failure
-in /opt/ml/output/failure, and checkpoints a second start resumes from. The real trainer
+in /opt/ml/output/failure, and the checkpoint vLLM drafts best with. The real trainer
 (speculators 0.9.0) on the quick demo target, in a tree of the test's own."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.paths import REPO_ROOT
-from tests.support.training_jobs import code_chats, job_tree, write_hyperparameters
+from tests.support.training_jobs import code_chats, job_tree
 from training.contract import ContractError, Hyperparameters
 from training.hidden_states import aux_layer_ids
 
@@ -94,7 +94,9 @@ def test_a_bad_hyperparameter_fails_before_any_work(tmp_path) -> None:
     assert not (root / "output" / "work").exists()
 
 
-def test_the_job_writes_a_head_vllm_drafts_with_and_a_second_start_resumes(tmp_path) -> None:
+def test_the_job_writes_the_head_vllm_drafts_best_with(tmp_path) -> None:
+    """A second start resuming from the checkpoints is the image suite's
+    (tests/image/test_training_image.py): the same trainer, as SageMaker restarts it."""
     chats = code_chats(160)
     hyperparameters = {"epochs": "2", "num_speculative_tokens": "4", "held_out_prompts": "16"}
     root = job_tree(tmp_path, chats, hyperparameters)
@@ -126,14 +128,3 @@ def test_the_job_writes_a_head_vllm_drafts_with_and_a_second_start_resumes(tmp_p
     # No start head, no replay channel: nothing to guard.
     assert report["start_head"] is report["replay"] is report["replay_guard"] is None
     assert not (root / "output" / "failure").exists()
-
-    # A spot job that starts again finds its checkpoints and trains only what is left.
-    write_hyperparameters(
-        root, {"epochs": "3", "num_speculative_tokens": "4", "held_out_prompts": "0"}
-    )
-    second = train(root)
-
-    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
-    assert "Resuming training on epoch 2" in second.stdout + second.stderr
-    saved = root / "checkpoints" / "speculators"
-    assert sorted(p.name for p in saved.iterdir() if p.name.isdigit()) == list("012")
