@@ -88,7 +88,6 @@ def patches() -> list[Patch]:
     from vllm_patches import (
         draft_tokens_per_position,
         drafts_before_outputs,
-        dynamic_k_counts_waiting,
         json_whitespace_bound,
         keep_prefix_block_at_k0,
         no_draft_fetch_at_k0,
@@ -104,7 +103,6 @@ def patches() -> list[Patch]:
         no_draft_fetch_at_k0.PATCH,
         *keep_prefix_block_at_k0.PATCHES,
         plain_sampling_at_k0.PATCH,
-        dynamic_k_counts_waiting.PATCH,
     ]
 
 
