@@ -309,4 +309,3 @@ def test_a_step_scheduled_at_k0_samples_without_the_rejection_sampler():
     assert found["k3"] > 0
     assert found["k0"] == 0
     assert found["same"] is True
-

@@ -63,6 +63,9 @@ def test_the_training_image_writes_a_head_and_resumes(docker, training_image, tm
 
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     assert "Resuming training on epoch 1" in second.stdout + second.stderr
+    # It trained only what was left: one checkpoint per epoch, none twice.
+    saved = root / "checkpoints" / "speculators"
+    assert sorted(p.name for p in saved.iterdir() if p.name.isdigit()) == list("01")
 
 
 def test_the_training_image_says_why_it_failed(docker, training_image, tmp_path) -> None:
