@@ -30,6 +30,7 @@ from bench.run import run_batch, warm_up
 from bench.targets import UrlTarget
 from deploy import container_figures
 from harness.container import free_port
+from harness.cores import next_core
 from harness.heads import random_head_tree
 from harness.paths import REPO_ROOT
 from serving import paths
@@ -174,12 +175,16 @@ def measure(
     """The rehearsal with `shadow_root`'s head as the shadow (a random head when None), then
     the shadow's cost over `rounds` rounds (left out at 0)."""
     bad_tree = shadow_root or random_head_tree(opt_ml_root, out_dir / "random-head")
-    good = LocalContainer(configuration, opt_ml_root, out_dir / "logs" / "production.log")
+    # Both engines serve at once: each on a core of its own (harness/cores.py), as each has
+    # instances of its own on SageMaker.
+    good = LocalContainer(
+        configuration, opt_ml_root, out_dir / "logs" / "production.log", extra_env=next_core({})
+    )
     bad = LocalContainer(
         replace(configuration, drafter=paths.channel_dir(bad_tree)),
         bad_tree,
         out_dir / "logs" / "shadow.log",
-        extra_env={"SERVING_VARIANT_NAME": "Shadow"},
+        extra_env=next_core({"SERVING_VARIANT_NAME": "Shadow"}),
     )
     with good.start(), bad.start():
         print("starting the production and shadow containers ...", file=sys.stderr, flush=True)

@@ -9,8 +9,6 @@ otherwise; the trained one is what makes acceptance observable.
 
 from __future__ import annotations
 
-import itertools
-import os
 import subprocess
 import sys
 import time
@@ -19,6 +17,7 @@ from pathlib import Path
 
 import httpx
 
+from harness.cores import next_core
 from harness.docker import DockerContainer
 from harness.host import HostContainer, host_environment
 from harness.paths import REPO_ROOT, TRAINED_DEMO_ROOT, default_opt_ml_root
@@ -90,22 +89,6 @@ class Probes:
                 )
             time.sleep(0.2)
         return metric_total(text, name, labels)
-
-
-# vLLM's CPU build binds its OpenMP threads by itself (VLLM_CPU_OMP_THREADS_BIND=auto): on a
-# 2-core runner it keeps one core back and binds to the other, the same one for every engine,
-# so the session's six engines would start and decode on core 0 while core 1 idles (all six
-# ready in 269 s against 205 s spread, measured together). The suite's engines take the
-# cores in turn, one each, unless the caller chose a binding.
-_CORES = itertools.cycle(sorted(os.sched_getaffinity(0)))
-OMP_BIND = "VLLM_CPU_OMP_THREADS_BIND"
-
-
-def next_core(env: Mapping[str, str]) -> dict[str, str]:
-    """`env`, with the next core of this machine for the engine's threads if it names none."""
-    if OMP_BIND in env or OMP_BIND in os.environ:
-        return dict(env)
-    return {**env, OMP_BIND: str(next(_CORES))}
 
 
 class Container(Probes, HostContainer):
