@@ -12,9 +12,8 @@ from bench.commands.common import (
     add_local_command,
     add_prompt_args,
     configuration_of,
-    payloads_of,
+    sampled_payloads,
 )
-from bench.prompts import sampled
 
 HELP = (
     "head rollout rehearsal: a random head (or --shadow-opt-ml-root's) as the shadow, compare, "
@@ -49,11 +48,9 @@ def add_parser(commands: Any) -> None:
 def command(args: argparse.Namespace) -> int:
     from bench.shadow import measure
 
-    base = payloads_of(args)
-    payloads = [
-        sampled(payload, args.max_tokens, args.temperature, args.ignore_eos, stream=False)
-        for payload in base
-    ]
+    # Whole answers (the runtime mirrors InvokeEndpoint), ended by their grammar where the
+    # workload has one: an agent turn's call ends it, and tokens forced past it are not traffic.
+    payloads = sampled_payloads(args, stream=False)
     rehearsal = [payloads[index % len(payloads)] for index in range(args.requests)]
     overhead = payloads[: args.overhead_prompts]
     configuration = configuration_of(args)
