@@ -26,6 +26,13 @@ The demo target's free calls are rarely valid whole for the tools' schemas (a fu
 is not offered, a value outside an enum): they show "follows". One more kind shows "equal":
 - `call_shape`: the completions route as `json_schema`, under the schema of any call
   ({"name": a string, "arguments": an object}), for which the free calls are valid whole.
+
+And what a `response_format` request asks: JSON questions (a question a tool could serve, no
+tools, "Answer in JSON."; model_data_sources/tool_use.py, the same seed), each answered freely
+by the completions route and again by the chat route under
+- `response_format`: its strict json_schema (the tool's parameters, closed);
+- `json_object`: any JSON object.
+Where the free answer is valid for the schema whole, the constrained one must be the same.
 """
 
 from __future__ import annotations
@@ -40,7 +47,10 @@ import httpx
 SEED = 515151
 COUNT = 24
 MAX_TOKENS = 96
-KINDS = ("auto", "named", "required", "json_schema", "call_shape")
+CALL_KINDS = ("auto", "named", "required", "json_schema", "call_shape")
+JSON_KINDS = ("response_format", "json_object")
+KINDS = CALL_KINDS + JSON_KINDS
+ANY_OBJECT = {"type": "object"}
 # Any call: what a JSON-schema request for "a function call" asks, without the tools' enums.
 CALL_SHAPE = {
     "type": "object",
@@ -84,9 +94,13 @@ class Free:
     boundaries: tuple[int, ...]  # where the free answer's tokens end in `calls`
 
     def token_boundary(self, valid: int) -> int:
-        """A valid prefix cut back to the free answer's last whole token in it: a grammar
-        admits whole tokens, so a token the prefix ends inside is one it must refuse."""
-        return max(boundary for boundary in self.boundaries if boundary <= valid)
+        return last_boundary(self.boundaries, valid)
+
+
+def last_boundary(boundaries: Sequence[int], valid: int) -> int:
+    """A valid prefix cut back to the free answer's last whole token in it: a grammar admits
+    whole tokens, so a token the prefix ends inside is one it must refuse."""
+    return max(boundary for boundary in boundaries if boundary <= valid)
 
 
 def probes(count: int) -> list[tuple[list[dict], list[dict]]]:
@@ -94,6 +108,19 @@ def probes(count: int) -> list[tuple[list[dict], list[dict]]]:
     from model_data_sources.tool_use import openings
 
     return openings(SEED, count, CODE)
+
+
+def json_probes(count: int) -> list[tuple[list[dict], dict]]:
+    from model_data_sources.tool_use import json_questions
+
+    return json_questions(SEED, count)
+
+
+def response_format(kind: str, schema: dict) -> dict:
+    if kind == "json_object":
+        return {"type": "json_object"}
+    return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema,
+            "strict": True}}  # fmt: skip
 
 
 def envelope(tool: dict) -> dict:
@@ -172,12 +199,13 @@ class Prober:
         answer.raise_for_status()
         return answer.json()["choices"][0]
 
-    def text(self, choice: dict) -> str:
-        """The answer's text, without the stop token that ended it."""
+    def answer_ids(self, choice: dict) -> list[int]:
+        """The answer's token ids, without the stop token that ended it."""
         ids = choice["token_ids"]
-        if ids and ids[-1] == self.tokenizer.eos_token_id:
-            ids = ids[:-1]
-        return self.tokenizer.decode(ids)
+        return ids[:-1] if ids and ids[-1] == self.tokenizer.eos_token_id else ids
+
+    def text(self, choice: dict) -> str:
+        return self.tokenizer.decode(self.answer_ids(choice))
 
     def free(self, prompt_ids: list[int]) -> Free | None:
         """The free answer's call, if it opens with one."""
@@ -196,10 +224,35 @@ class Prober:
         return Free(ids[:opening], call_text(rest), rest.rstrip(), boundaries)
 
     def measure(self, count: int) -> tuple[dict[str, Tally], int]:
-        """Each kind's tally over `count` probes, and how many free answers opened a call."""
+        """Each kind's tally over `count` probes of each set, and how many free answers
+        opened a call."""
+        tallies = {kind: Tally() for kind in KINDS}
+        calls = self.measure_calls(count, tallies)
+        self.measure_json(count, tallies)
+        return tallies, calls
+
+    def measure_json(self, count: int, tallies: dict[str, Tally]) -> None:
+        """JSON questions, free and under a response_format."""
         from training.chat_render import render_ids
 
-        tallies = {kind: Tally() for kind in KINDS}
+        for messages, schema in json_probes(count):
+            prompt_ids = render_ids(self.tokenizer, messages, None, add_generation_prompt=True)
+            ids = self.answer_ids(self.post("completions", {"prompt": prompt_ids}))
+            free = self.tokenizer.decode(ids).rstrip()
+            boundaries = [len(self.tokenizer.decode(ids[:n])) for n in range(len(ids) + 1)]
+            for kind in JSON_KINDS:
+                body = {"messages": messages, "response_format": response_format(kind, schema)}
+                constrained = self.text(self.post("chat/completions", body)).rstrip()
+                valid, complete = self.valid_prefix(
+                    ANY_OBJECT if kind == "json_object" else schema, free
+                )
+                tallies[kind].add(free, last_boundary(boundaries, valid), complete, constrained)
+
+    def measure_calls(self, count: int, tallies: dict[str, Tally]) -> int:
+        """Tool-use openings, free and under each grammar: how many free answers opened a
+        call."""
+        from training.chat_render import render_ids
+
         calls = 0
         for messages, tools in probes(count):
             prompt_ids = render_ids(self.tokenizer, messages, tools, add_generation_prompt=True)
@@ -236,7 +289,7 @@ class Prober:
                 if kind == "call_shape":
                     valid, complete = self.valid_prefix(json_schema, free.call)
                 tallies[kind].add(free.call, free.token_boundary(valid), complete, constrained)
-        return tallies, calls
+        return calls
 
     def valid_calls(self, schema: dict, calls: str) -> tuple[int, bool]:
         """How much of a run of calls (the first's opening line cut off) is valid: each call's
@@ -283,8 +336,9 @@ def table(results: Mapping[str, tuple[dict[str, Tally], int]], count: int) -> st
         ["free answers that open a call", *(f"{calls} of {count}" for _, calls in results.values())]
     ]
     for kind in KINDS:
-        follows = [f"`{kind}` follows the free call while it is valid"]
-        equal = [f"`{kind}` equals the free call where it is valid whole"]
+        what = "call" if kind in CALL_KINDS else "answer to a JSON question"
+        follows = [f"`{kind}` follows the free {what} while it is valid"]
+        equal = [f"`{kind}` equals the free {what} where it is valid whole"]
         for tallies, _ in results.values():
             tally = tallies[kind]
             follows.append(share(tally.follows, tally.probes))

@@ -78,10 +78,11 @@ def test_a_json_object_answer_is_json_without_runs_of_whitespace(peagle):
 
 def test_a_constrained_call_says_what_the_target_says_freely_while_that_is_valid(peagle):
     """The target's free tool calls (completions route, no grammar) against the same prompts
-    under each grammar: tool_choice auto, named and required, and JSON schemas. Each follows
-    the free call byte for byte up to where the free one leaves the schema, and equals it where
-    it is valid whole (any call's shape); with vLLM's disable_any_whitespace the JSON schemas
-    part from it at the first `": "`."""
+    under each grammar: tool_choice auto, named and required, and JSON schemas; and its free
+    answers to JSON questions against the same questions under a response_format. Each follows
+    the free answer byte for byte up to where the free one leaves the schema, and equals it
+    where it is valid whole (any call's shape, the JSON answers); with vLLM's
+    disable_any_whitespace the JSON schemas part from it at the first `": "`."""
     from transformers import AutoTokenizer
 
     from bench.fidelity import KINDS, Prober
@@ -98,6 +99,7 @@ def test_a_constrained_call_says_what_the_target_says_freely_while_that_is_valid
         assert tally.equal == tally.whole, (kind, tally.departures)
     assert tallies["json_schema"].probes == calls
     assert tallies["call_shape"].whole >= 1
+    assert tallies["response_format"].probes == tallies["json_object"].probes == 4
 
 
 @pytest.mark.parametrize(
