@@ -1,15 +1,13 @@
 """The training corpus: CPython's own standard library, which every machine with Python has.
 
-Four kinds of documents:
+Three kinds of documents:
 - chat samples, one per documented function or method: the user sends the signature and
   docstring under the same instruction the benchmark sends with HumanEval prompts, and the
   assistant answers with the whole function. They teach the target the serving format.
 - raw source chunks, for plain code modelling.
 - tool-use conversations (model_data_sources/tool_use.py), spread evenly through the first
   documents, which every recipe's training reaches: the target learns its template's
-  tool-call syntax;
-- JSON questions answered with the JSON object alone, spread among them: the target answers
-  "Answer in JSON." as instruction-tuned models do.
+  tool-call syntax.
 
 Everything is sorted and shuffled with a fixed seed, so the corpus is identical on every run
 of one Python version (its hash is part of the build's cache key).
@@ -40,10 +38,6 @@ RAW_CHUNK_CHARS = 1500
 # recipe's target forgot them: it wrote no call.
 TOOL_DOCUMENTS = 800
 TOOL_SPACING = 3
-# JSON questions answered in JSON (model_data_sources/tool_use.py), one beside each tool-use
-# conversation: as many, since they are short (about 30 tokens; 200 of them taught nothing).
-JSON_DOCUMENTS = 800
-JSON_SPACING = TOOL_SPACING + 1
 
 
 @dataclass(frozen=True)
@@ -144,8 +138,6 @@ def build_corpus(
     code = [(s.prompt, s.answer) for s in train_samples if len(s.prompt + s.answer) < 600][:200]
     for index, document in enumerate(tool_use.documents(seed, TOOL_DOCUMENTS, code)):
         documents.insert(index * (TOOL_SPACING + 1), document)
-    for index, document in enumerate(tool_use.json_documents(seed + 3, JSON_DOCUMENTS)):
-        documents.insert(index * (JSON_SPACING + 1) + 1, document)
     tool_prompts = tool_use.prompts(seed + 1, num_tool_prompts, code)
     json_prompts = tool_use.json_prompts(seed + 2, num_json_prompts)
     return Corpus(documents, prompt_samples, tool_prompts, json_prompts)

@@ -6,12 +6,8 @@ words. A question the tools cannot serve is answered directly (code, as in the r
 corpus), so `tool_choice: "auto"` has something to choose between.
 
 JSON questions (a question a tool could serve, no tools offered, the answer asked for in JSON)
-are answered in the target's corpus as instruction-tuned models answer them: the JSON object
-alone, with the separators of its tool calls (`", "`, `": "`). Without them the target had
-never written such an answer, and a `response_format` grammar pushed it into JSON it filled
-with whitespace up to the container's bound. The heads' prompts and the benchmark's are other
-JSON questions (seeds of their own), answered under the grammar a `response_format` request
-is served with (model_data_sources/grammar.py).
+are not in the target's corpus: they are the heads' prompts and the benchmark's, answered
+under the grammar a `response_format` request is served with (model_data_sources/grammar.py).
 
 Everything is drawn from a seeded generator: the same conversations on every machine.
 """
@@ -182,18 +178,12 @@ def conversation(rng: random.Random, code: tuple[str, str]) -> tuple[list[dict],
 def json_question(rng: random.Random) -> tuple[list[dict], dict]:
     """A question a tool could serve, with no tools offered and the answer asked for in JSON;
     and the schema a strict `response_format` gives it: the tool's parameters, closed."""
-    messages, answer_schema, _ = json_exchange(rng)
-    return messages, answer_schema
-
-
-def json_exchange(rng: random.Random) -> tuple[list[dict], dict, dict]:
-    """A JSON question, its schema, and its answer: the values the question asks about."""
     tool = rng.choice(TOOLS)
     chosen = choose_arguments(tool, rng)
     ask, _, _ = call_turn(tool, chosen, rng)
     answer_schema = {**schema(tool, chosen, rng)["function"]["parameters"]}
     answer_schema["additionalProperties"] = False
-    return [{"role": "user", "content": ask + rng.choice(JSON_ASKS)}], answer_schema, chosen
+    return [{"role": "user", "content": ask + rng.choice(JSON_ASKS)}], answer_schema
 
 
 def json_questions(seed: int, count: int) -> list[tuple[list[dict], dict]]:
@@ -216,17 +206,6 @@ def documents(seed: int, count: int, code: list[tuple[str, str]]) -> list[str]:
     """`count` whole conversations, for the target's training."""
     rng = random.Random(seed)
     return [render(*conversation(rng, rng.choice(code))) for _ in range(count)]
-
-
-def json_documents(seed: int, count: int) -> list[str]:
-    """`count` JSON questions answered with the JSON object alone, for the target's training."""
-    rng = random.Random(seed)
-    documents = []
-    for _ in range(count):
-        messages, _, answer = json_exchange(rng)
-        messages.append({"role": "assistant", "content": json.dumps(answer)})
-        documents.append(render(messages, []))
-    return documents
 
 
 def openings(seed: int, count: int, code: list[tuple[str, str]]) -> list[tuple[list, list]]:

@@ -29,20 +29,6 @@ def test_json_questions_ask_for_json_with_a_closed_schema():
         assert set(schema["required"]) <= schema["properties"].keys()
 
 
-def test_the_target_learns_json_questions_answered_with_the_object_alone():
-    """As instruction-tuned models answer them: the JSON the schema asks for, nothing around
-    it, with the separators of the target's tool calls."""
-    for document in tool_use.json_documents(3, 50):
-        question, answer = document.split("<|im_start|>assistant\n")
-        assert question.endswith("<|im_end|>\n") and answer.endswith("<|im_end|>\n")
-        answer = answer.removesuffix("<|im_end|>\n")
-        assert answer.startswith('{"') and json.dumps(json.loads(answer)) == answer
-    rng = random.Random(3)
-    for _ in range(50):
-        _, schema, answer = tool_use.json_exchange(rng)
-        jsonschema.validate(answer, schema)
-
-
 def test_answers_follow_the_served_grammar_and_label_the_heads_with_its_choices():
     """The target's answer under the grammar is JSON with at most the container's bound of
     whitespace in each gap (as vLLM compiles it with max_whitespace_cnt), follows the schema
