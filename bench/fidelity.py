@@ -117,10 +117,9 @@ def json_probes(count: int) -> list[tuple[list[dict], dict]]:
 
 
 def response_format(kind: str, schema: dict) -> dict:
-    if kind == "json_object":
-        return {"type": "json_object"}
-    return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema,
-            "strict": True}}  # fmt: skip
+    from bench.structured import json_schema_format
+
+    return {"type": "json_object"} if kind == "json_object" else json_schema_format(schema)
 
 
 def envelope(tool: dict) -> dict:
@@ -218,10 +217,11 @@ class Prober:
             return None
         rest_ids = ids[opening:]
         rest = self.text({"token_ids": rest_ids})
-        boundaries = tuple(
-            len(self.tokenizer.decode(rest_ids[:n])) for n in range(len(rest_ids) + 1)
-        )
-        return Free(ids[:opening], call_text(rest), rest.rstrip(), boundaries)
+        return Free(ids[:opening], call_text(rest), rest.rstrip(), self.boundaries(rest_ids))
+
+    def boundaries(self, ids: list[int]) -> tuple[int, ...]:
+        """Where each of the tokens `ids` ends in their text."""
+        return tuple(len(self.tokenizer.decode(ids[:n])) for n in range(len(ids) + 1))
 
     def measure(self, count: int) -> tuple[dict[str, Tally], int]:
         """Each kind's tally over `count` probes of each set, and how many free answers
@@ -239,7 +239,7 @@ class Prober:
             prompt_ids = render_ids(self.tokenizer, messages, None, add_generation_prompt=True)
             ids = self.answer_ids(self.post("completions", {"prompt": prompt_ids}))
             free = self.tokenizer.decode(ids).rstrip()
-            boundaries = [len(self.tokenizer.decode(ids[:n])) for n in range(len(ids) + 1)]
+            boundaries = self.boundaries(ids)
             for kind in JSON_KINDS:
                 body = {"messages": messages, "response_format": response_format(kind, schema)}
                 constrained = self.text(self.post("chat/completions", body)).rstrip()

@@ -31,11 +31,13 @@ def structured_payloads(num_prompts: int | None = None) -> list[dict[str, Any]]:
         kind = KINDS[index % len(KINDS)]
         if kind == "json_schema":
             messages, schema = questions[index]
-            response_format = {"name": "answer", "schema": schema, "strict": True}
-            payloads.append({
-                "messages": messages,
-                "response_format": {"type": "json_schema", "json_schema": response_format},
-            })  # fmt: skip
+            payloads.append({"messages": messages, "response_format": json_schema_format(schema)})
         else:
             payloads.append({"messages": messages, "tools": tools, "tool_choice": kind})
     return payloads
+
+
+def json_schema_format(schema: dict) -> dict:
+    """A strict `response_format` for answers of `schema`."""
+    return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema,
+            "strict": True}}  # fmt: skip
