@@ -28,6 +28,7 @@ class RequestResult:
     output_tokens: int = 0
     timed_out: bool = False  # the client gave up waiting: a hang, not an answer
     text: str = ""  # the answer's text: greedy answers must not depend on the configuration
+    finish_reason: str = ""  # the first choice's: "length" is an answer cut at max_tokens
 
     @property
     def ok(self) -> bool:
@@ -80,7 +81,9 @@ class StreamTimer:
             if self.result.ttft is None:
                 self.result.ttft = elapsed
             self.result.arrivals.append(elapsed)
-            self.result.text += choice_text(message["choices"][0], "delta")
+            choice = message["choices"][0]
+            self.result.text += choice_text(choice, "delta")
+            self.result.finish_reason = finish_reason(choice) or self.result.finish_reason
         usage = message.get("usage")
         if usage and usage.get("completion_tokens") is not None:
             self.result.output_tokens = int(usage["completion_tokens"])
@@ -111,6 +114,11 @@ def choice_text(choice: Any, part: str) -> str:
     return text
 
 
+def finish_reason(choice: Any) -> str:
+    reason = choice.get("finish_reason") if isinstance(choice, dict) else None
+    return reason if isinstance(reason, str) else ""
+
+
 def json_result(status: int, body: bytes, started: float, now: float) -> RequestResult:
     """A non-streamed answer: the whole body is the first (and last) token."""
     result = RequestResult(status=status, latency=now - started)
@@ -129,6 +137,7 @@ def json_result(status: int, body: bytes, started: float, now: float) -> Request
     result.ttft = result.latency
     result.arrivals = [result.latency]
     result.text = choice_text(message["choices"][0], "message")
+    result.finish_reason = finish_reason(message["choices"][0])
     result.output_tokens = int((message.get("usage") or {}).get("completion_tokens") or 0)
     return result
 

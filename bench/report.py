@@ -248,6 +248,24 @@ def agreement_table(runs: Mapping[str, Sequence[Level]]) -> str:
     )
 
 
+def endings_table(runs: Mapping[str, Sequence[Level]]) -> str | None:
+    """Per configuration and level, the answers that ran to max_tokens (did not end); None when
+    no answer ended anywhere (ignore_eos: every answer is cut by design)."""
+    levels = sorted({level["concurrency"] for run in runs.values() for level in run})
+    measured = [level for run in runs.values() for level in run if "ran_to_max_tokens" in level]
+    if not any(level["ran_to_max_tokens"] < level["completed"] for level in measured):
+        return None
+    rows = []
+    for name, run in runs.items():
+        row = [name]
+        for concurrency in levels:
+            level = next((item for item in run if item["concurrency"] == concurrency), None)
+            cut = None if level is None else level.get("ran_to_max_tokens")
+            row.append("-" if cut is None else f"{cut} of {level['completed']}")
+        rows.append(row)
+    return markdown(["configuration"] + [f"c={c}" for c in levels], rows)
+
+
 def lowest_level_positions(levels: Sequence[Level]) -> tuple[int, list[float]] | None:
     """The acceptance rates by position at the lowest concurrency that has them, and that level."""
     measured = [level for level in levels if level.get("acceptance_per_position")]

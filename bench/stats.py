@@ -51,6 +51,8 @@ def summarize(
         "errors": sorted({result.error for result in results if result.error})[:5],
         "duration_s": wall_seconds,
         "output_tokens": output_tokens,
+        # Answers that did not end: cut at max_tokens (all of them under ignore_eos).
+        "ran_to_max_tokens": sum(result.finish_reason == "length" for result in ok),
         "ttft_ms_mean": ms(mean(ttfts)),
         "ttft_ms_p50": ms(percentile(ttfts, 50)),
         "ttft_ms_p99": ms(percentile(ttfts, 99)),

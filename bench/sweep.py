@@ -39,6 +39,11 @@ AGREEMENT_NOTE = (
     " counts as differing. On a CPU, batches of other sizes may round differently, so a level"
     " can differ from another where configurations agree within a level.\n\n"
 )
+ENDINGS_NOTE = (
+    "Answers whose finish reason was `length`: cut at max_tokens rather than ended by the"
+    " model or its grammar. Each is a run to the limit (a number or a string the model never"
+    " closes, or text longer than the limit) and adds its tokens to the figures above.\n\n"
+)
 
 
 def default_configurations(
@@ -225,8 +230,11 @@ def write_report(
         + "\n\n## Greedy answers across configurations\n\n"
         + AGREEMENT_NOTE
         + report.agreement_table(runs)
-        + f"\n\nSweep took {minutes:.1f} min.\n"
     )
+    endings = report.endings_table(runs)
+    if endings:
+        text += "\n\n## Answers that ran to max_tokens\n\n" + ENDINGS_NOTE + endings
+    text += f"\n\nSweep took {minutes:.1f} min.\n"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "sweep.md").write_text("# Configuration sweep\n\n" + text)
     report.plot_throughput(runs, out_dir / "sweep.png", "output tokens/s by configuration")

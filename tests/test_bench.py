@@ -22,7 +22,7 @@ from bench.load import run_load
 from bench.prompts import load_payloads
 from bench.report import COLUMNS
 from bench.side_by_side import FIGURES, failures, medians
-from bench.stats import digest
+from bench.stats import digest, summarize
 from bench.sweep import finalists, write_report
 from serving import paths
 
@@ -156,6 +156,21 @@ def test_the_sweep_report_shows_which_greedy_answers_differ_between_configuratio
     ]
 
 
+def test_the_sweep_report_counts_the_answers_that_ran_to_max_tokens(tmp_path):
+    ended = {
+        "none": [level(1, 10.0, None) | {"ran_to_max_tokens": 1}],
+        "peagle-k3": [level(1, 25.0, [0.8, 0.6, 0.4]) | {"ran_to_max_tokens": 2}],
+    }
+    described = {"none": {"method": "none"}, "peagle-k3": {"method": "peagle", "k": 3}}
+    text = write_report(tmp_path, ended, described, minutes=1.0)
+    section = text.split("## Answers that ran to max_tokens\n")[1].split("\n\nSweep took")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    assert rows == ["| configuration | c=1 |", "| none | 1 of 4 |", "| peagle-k3 | 2 of 4 |"]
+    # Under ignore_eos every answer is cut by design: no table that says only that.
+    cut = {name: [run[0] | {"ran_to_max_tokens": 4}] for name, run in ended.items()}
+    assert "ran to max_tokens" not in write_report(tmp_path, cut, described, minutes=1.0)
+
+
 def test_the_sweeps_finalists_are_the_best_k_of_each_method_over_all_levels():
     runs = {
         "none": [level(1, 10.0, None), level(4, 30.0, None)],
@@ -244,6 +259,18 @@ def test_the_structured_workload_is_answered_whole_and_ended_by_its_grammars(
     # No ignore_eos: the answers (calls and JSON) end before max_tokens.
     assert 0 < level["output_tokens"] < 6 * 48
     assert digest("") not in level["output_digests"]
+
+
+def test_an_answer_cut_at_max_tokens_is_told_from_one_that_ended():
+    timer = StreamTimer(started=0.0)
+    timer.feed(b'data: {"choices":[{"delta":{"content":"555"},"finish_reason":null}]}\n\n', now=0.1)
+    timer.feed(b'data: {"choices":[{"delta":{},"finish_reason":"length"}]}\n\n', now=0.2)
+    timer.feed(b'data: {"choices":[],"usage":{"completion_tokens":2}}\n\ndata: [DONE]\n\n', now=0.3)
+    assert timer.finish(now=0.3).finish_reason == "length"
+    body = json.dumps({"choices": [{"message": {"content": "{}"}, "finish_reason": "stop"}]})
+    assert json_result(200, body.encode(), 0.0, 0.5).finish_reason == "stop"
+    cut = [timer.result, json_result(200, body.encode(), 0.0, 0.5)]
+    assert summarize(cut, 1.0, 1, None)["ran_to_max_tokens"] == 1
 
 
 def test_stream_timer_reads_split_events_and_usage():
