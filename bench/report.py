@@ -26,6 +26,7 @@ COLUMNS = (
     ("output_tokens_per_s", "output tok/s", "{:.1f}"),
     ("output_tokens_per_s_per_request", "tok/s per request", "{:.1f}"),
     ("acceptance_length", "acceptance length", "{:.2f}"),
+    ("ran_to_max_tokens", "ran to max_tokens", "{:d}"),
 )
 
 

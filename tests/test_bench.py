@@ -296,6 +296,7 @@ def test_benchmark_reports_every_column(peagle, tmp_path):
     for level in levels:
         assert level["completed"] == 4 and level["failed"] == 0, level["errors"]
         assert level["output_tokens"] == 4 * 16
+        assert level["ran_to_max_tokens"] == 4  # ignore_eos: every answer is cut by design
         assert level["output_tokens_per_s"] > 0 and level["request_throughput"] > 0
         assert level["output_tokens_per_s_per_request"] > 0
         assert 0 < level["ttft_ms_mean"] <= level["ttft_ms_p99"]
