@@ -136,8 +136,9 @@ def json_result(status: int, body: bytes, started: float, now: float) -> Request
     result.complete = True
     result.ttft = result.latency
     result.arrivals = [result.latency]
-    result.text = choice_text(message["choices"][0], "message")
-    result.finish_reason = finish_reason(message["choices"][0])
+    choice = message["choices"][0]
+    result.text = choice_text(choice, "message")
+    result.finish_reason = finish_reason(choice)
     result.output_tokens = int((message.get("usage") or {}).get("completion_tokens") or 0)
     return result
 

@@ -5,7 +5,7 @@ acceptance rate against draft position, one line per configuration."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -158,22 +158,30 @@ def side_by_side_table(
 
 def configurations_table(runs: Mapping[str, Sequence[Level]]) -> str:
     """Output tok/s (acceptance length) for every configuration at every level."""
+
+    def throughput(level: Level) -> str:
+        if not level["completed"]:
+            return "-"
+        acceptance = level.get("acceptance_length")
+        return f"{level['output_tokens_per_s']:.1f}" + (
+            f" ({acceptance:.2f})" if acceptance is not None else ""
+        )
+
+    levels, rows = level_grid(runs, throughput)
+    return markdown(["configuration"] + [f"c={c} tok/s (acc. len)" for c in levels], rows)
+
+
+def level_grid(
+    runs: Mapping[str, Sequence[Level]], cell_of: Callable[[Level], str]
+) -> tuple[list[int], list[list[str]]]:
+    """Every level any configuration measured, and a row per configuration: its name, then
+    `cell_of` its level at each (or "-" where it has none)."""
     levels = sorted({level["concurrency"] for run in runs.values() for level in run})
     rows = []
     for name, run in runs.items():
-        row = [name]
-        for concurrency in levels:
-            level = next((item for item in run if item["concurrency"] == concurrency), None)
-            if level is None or not level["completed"]:
-                row.append("-")
-                continue
-            acceptance = level.get("acceptance_length")
-            row.append(
-                f"{level['output_tokens_per_s']:.1f}"
-                + (f" ({acceptance:.2f})" if acceptance is not None else "")
-            )
-        rows.append(row)
-    return markdown(["configuration"] + [f"c={c} tok/s (acc. len)" for c in levels], rows)
+        by_level = {level["concurrency"]: level for level in reversed(run)}  # the first
+        rows.append([name] + [cell_of(by_level[c]) if c in by_level else "-" for c in levels])
+    return levels, rows
 
 
 def positions_table(runs: Mapping[str, Sequence[Level]]) -> str:
@@ -252,18 +260,15 @@ def agreement_table(runs: Mapping[str, Sequence[Level]]) -> str:
 def endings_table(runs: Mapping[str, Sequence[Level]]) -> str | None:
     """Per configuration and level, the answers that ran to max_tokens (did not end); None when
     no answer ended anywhere (ignore_eos: every answer is cut by design)."""
-    levels = sorted({level["concurrency"] for run in runs.values() for level in run})
     measured = [level for run in runs.values() for level in run if "ran_to_max_tokens" in level]
     if not any(level["ran_to_max_tokens"] < level["completed"] for level in measured):
         return None
-    rows = []
-    for name, run in runs.items():
-        row = [name]
-        for concurrency in levels:
-            level = next((item for item in run if item["concurrency"] == concurrency), None)
-            cut = None if level is None else level.get("ran_to_max_tokens")
-            row.append("-" if cut is None else f"{cut} of {level['completed']}")
-        rows.append(row)
+
+    def cut(level: Level) -> str:
+        count = level.get("ran_to_max_tokens")
+        return "-" if count is None else f"{count} of {level['completed']}"
+
+    levels, rows = level_grid(runs, cut)
     return markdown(["configuration"] + [f"c={c}" for c in levels], rows)
 
 

@@ -268,9 +268,9 @@ def test_an_answer_cut_at_max_tokens_is_told_from_one_that_ended():
     timer.feed(b'data: {"choices":[],"usage":{"completion_tokens":2}}\n\ndata: [DONE]\n\n', now=0.3)
     assert timer.finish(now=0.3).finish_reason == "length"
     body = json.dumps({"choices": [{"message": {"content": "{}"}, "finish_reason": "stop"}]})
-    assert json_result(200, body.encode(), 0.0, 0.5).finish_reason == "stop"
-    cut = [timer.result, json_result(200, body.encode(), 0.0, 0.5)]
-    assert summarize(cut, 1.0, 1, None)["ran_to_max_tokens"] == 1
+    ended = json_result(200, body.encode(), 0.0, 0.5)
+    assert ended.finish_reason == "stop"
+    assert summarize([timer.result, ended], 1.0, 1, None)["ran_to_max_tokens"] == 1
 
 
 def test_stream_timer_reads_split_events_and_usage():
