@@ -25,6 +25,8 @@
               token, cancel to idle, the memory of idle sessions
   k0-return   coming back from K=0: a request's acceptance after steps without drafts, against
               the same text drafted from its first token
+  engine      configurations side by side in one process, without the HTTP layer: the
+              engine's own tok/s at N clients, each configuration against the first
 
 run, overhead, crosscheck and load take --url of a running container, or --start CONFIG
 (none, eagle3:K or peagle:K) to start a local one for the duration.
@@ -41,6 +43,7 @@ from bench.commands import (
     coldstart,
     crosscheck,
     crossover,
+    engine,
     fault,
     fidelity,
     image,
@@ -57,7 +60,7 @@ from bench.commands import (
 
 COMMANDS = (
     run, sweep, crossover, overhead, crosscheck, load, coldstart, image, fault, retrain, ab,
-    fidelity, shadow, train_head, transform, bidi, k0_return,
+    fidelity, shadow, train_head, transform, bidi, k0_return, engine,
 )  # fmt: skip
 
 

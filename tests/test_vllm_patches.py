@@ -255,9 +255,10 @@ def test_a_request_admitted_at_k0_keeps_its_whole_prefix_cache_hit():
 
 
 # The quick demo pair served in-process with a schedule that drafts only while a request is
-# alone, the rejection sampler's calls counted (vllm_patches/plain_sampling_at_k0.py): its
-# cost per step is a profile's to show, not a test's.
-PLAIN_STEPS = """
+# alone, the rejection sampler's calls counted (vllm_patches/plain_sampling_at_k0.py) and
+# the drafter's input preparation (vllm_patches/no_drafter_inputs_at_k0.py): their cost
+# per step is a profile's to show, not a test's.
+K0_STEPS = """
 import json
 import sys
 
@@ -266,13 +267,17 @@ from training import cpu_shims
 cpu_shims.offline_vllm_in_one_process()
 from vllm import LLM, SamplingParams
 from vllm.v1.sample.rejection_sampler import RejectionSampler
+from vllm.v1.spec_decode.llm_base_proposer import SpecDecodeBaseProposer
 
-calls = []
-forward = RejectionSampler.forward
-def counted(self, *args, **kwargs):
-    calls.append(1)
-    return forward(self, *args, **kwargs)
-RejectionSampler.forward = counted
+calls = {"sampler": [], "inputs": []}
+def counting(cls, name, kind):
+    original = getattr(cls, name)
+    def counted(self, *args, **kwargs):
+        calls[kind].append(1)
+        return original(self, *args, **kwargs)
+    setattr(cls, name, counted)
+counting(RejectionSampler, "forward", "sampler")
+counting(SpecDecodeBaseProposer, "prepare_next_token_ids_padded", "inputs")
 target, head = sys.argv[1:3]
 llm = LLM(
     model=target,
@@ -287,25 +292,38 @@ llm = LLM(
 greedy = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
 prompts = ["def fibonacci(n):", "def is_prime(n):"]
 alone = llm.generate(prompts[:1], greedy, use_tqdm=False)[0].outputs[0].token_ids
-at_k3 = len(calls)
+at_k3 = {kind: len(made) for kind, made in calls.items()}
 together = llm.generate(prompts, greedy, use_tqdm=False)[0].outputs[0].token_ids
-print(json.dumps({"k3": at_k3, "k0": len(calls) - at_k3, "same": list(alone) == list(together)}))
+at_k0 = {kind: len(made) - at_k3[kind] for kind, made in calls.items()}
+print(json.dumps({"k3": at_k3, "k0": at_k0, "same": list(alone) == list(together)}))
 """
 
 
-def test_a_step_scheduled_at_k0_samples_without_the_rejection_sampler():
+@pytest.fixture(scope="module")
+def k0_steps() -> dict:
     target, head = paths.model_dir(QUICK_DEMO_ROOT), paths.channel_dir(QUICK_DEMO_ROOT)
     ran = subprocess.run(
-        [sys.executable, "-c", PLAIN_STEPS, str(target), str(head)],
+        [sys.executable, "-c", K0_STEPS, str(target), str(head)],
         capture_output=True,
         text=True,
         cwd=REPO_ROOT,
         timeout=600,
     )
     assert ran.returncode == 0, ran.stderr[-3000:]
-    found = json.loads(ran.stdout.splitlines()[-1])
+    return json.loads(ran.stdout.splitlines()[-1])
+
+
+def test_a_step_scheduled_at_k0_samples_without_the_rejection_sampler(k0_steps):
     # Alone (K=3) every step verifies through the rejection sampler; two together (K=0)
     # sample plainly, and the first prompt's greedy answer is the same token for token.
-    assert found["k3"] > 0
-    assert found["k0"] == 0
-    assert found["same"] is True
+    assert k0_steps["k3"]["sampler"] > 0
+    assert k0_steps["k0"]["sampler"] == 0
+    assert k0_steps["same"] is True
+
+
+def test_a_step_scheduled_at_k0_prepares_no_drafter_inputs(k0_steps):
+    # Alone (K=3) every step prepares the drafter's next tokens; two together (K=0, and
+    # synchronous scheduling, the CPU's) prepare none, with the same greedy answer.
+    assert k0_steps["k3"]["inputs"] > 0
+    assert k0_steps["k0"]["inputs"] == 0
+    assert k0_steps["same"] is True

@@ -91,6 +91,7 @@ def patches() -> list[Patch]:
         json_whitespace_bound,
         keep_prefix_block_at_k0,
         no_draft_fetch_at_k0,
+        no_drafter_inputs_at_k0,
         parallel_drafting_dynamic_k,
         plain_sampling_at_k0,
     )
@@ -103,6 +104,7 @@ def patches() -> list[Patch]:
         no_draft_fetch_at_k0.PATCH,
         *keep_prefix_block_at_k0.PATCHES,
         plain_sampling_at_k0.PATCH,
+        no_drafter_inputs_at_k0.PATCH,
     ]
 
 
