@@ -98,20 +98,23 @@ def closed_loop(
             ids[request_id] = index
             engine.add_request(request_id, {"prompt_token_ids": token_ids}, params)
 
+    def step() -> int:
+        """One engine step; how many requests it finished."""
+        finished = [output for output in engine.step() if output.finished]
+        for output in finished:
+            outputs[ids.pop(output.request_id)] = tuple(output.outputs[0].token_ids)
+        return len(finished)
+
     started = clock()
     steps = 0
     opening = arrive_first if 0 < arrive_first < concurrency else concurrency
     add(opening)
     if opening < concurrency:
-        engine.step()
         steps += 1
-        add(concurrency - opening)
+        add(concurrency - opening + step())
     while engine.has_unfinished_requests():
-        finished = [output for output in engine.step() if output.finished]
         steps += 1
-        for output in finished:
-            outputs[ids.pop(output.request_id)] = tuple(output.outputs[0].token_ids)
-        add(len(finished))
+        add(step())
     elapsed = clock() - started
     tokens = sum(len(text) for text in outputs.values())
     return LevelRun(tokens / elapsed, tokens, steps, [outputs[i] for i in sorted(outputs)])

@@ -538,7 +538,8 @@ def test_engines_side_by_side_answer_alike_and_a_k0_range_drafts_nothing(tmp_pat
     subprocess.run(
         [sys.executable, "-m", "bench", "engine", "--opt-ml-root", str(QUICK_DEMO_ROOT),
          "--configs", "none,peagle:3@1-1/0@2-1024", "--concurrency", "1,4",
-         "--num-prompts", "4", "--max-tokens", "16", "--rounds", "2", "--out-dir", str(out)],
+         "--num-prompts", "4", "--max-tokens", "16", "--rounds", "2", "--arrive-first", "2",
+         "--out-dir", str(out)],
         check=True, capture_output=True, timeout=600,
     )  # fmt: skip
     levels = json.loads((out / "engine.json").read_text())["levels"]
@@ -547,7 +548,8 @@ def test_engines_side_by_side_answer_alike_and_a_k0_range_drafts_nothing(tmp_pat
         assert levels[level][scheduled]["identical_to_baseline"] == [4, 4]
         assert len(levels[level][scheduled]["ratio_to_baseline"]) == 2
     # Alone, a request drafts (K=3) and needs fewer steps than the target alone; four in
-    # flight run at K=0, one token per request per step, exactly the target's steps.
+    # flight, two for the first step and then four, run at K=0, one token per request per
+    # step, exactly the target's steps.
     assert max(levels["1"][scheduled]["steps"]) < min(levels["1"]["none"]["steps"])
     assert levels["4"][scheduled]["steps"] == levels["4"]["none"]["steps"]
     table = (out / "engine.md").read_text()
