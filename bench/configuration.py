@@ -114,6 +114,17 @@ def default_configuration(drafter: Path) -> str:
     return DEMO_SCHEDULE if depth is not None and depth >= largest else FIXED_DEFAULT
 
 
+def local_engine_settings() -> dict[str, str]:
+    """The KV cache size, max model length and dtype of the benchmark's local engines: this
+    shell's VLLM_CPU_KVCACHE_SPACE, SM_VLLM_MAX_MODEL_LEN and SM_VLLM_DTYPE when set, else
+    the demo's."""
+    return {
+        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+        "SM_VLLM_MAX_MODEL_LEN": os.environ.get("SM_VLLM_MAX_MODEL_LEN", "2048"),
+        "SM_VLLM_DTYPE": os.environ.get("SM_VLLM_DTYPE", DEMO_DTYPE),
+    }
+
+
 class LocalContainer(HostContainer):
     """The benchmark's container: one speculation configuration on a demo tree. The KV cache
     size, max model length and dtype follow this shell's VLLM_CPU_KVCACHE_SPACE,
@@ -130,12 +141,7 @@ class LocalContainer(HostContainer):
     ):
         self.configuration = configuration
         self.opt_ml_root = opt_ml_root or default_opt_ml_root()
-        settings = {
-            "OPT_ML_ROOT": str(self.opt_ml_root),
-            "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
-            "SM_VLLM_MAX_MODEL_LEN": os.environ.get("SM_VLLM_MAX_MODEL_LEN", "2048"),
-            "SM_VLLM_DTYPE": os.environ.get("SM_VLLM_DTYPE", DEMO_DTYPE),
-        }
+        settings = {"OPT_ML_ROOT": str(self.opt_ml_root), **local_engine_settings()}
         speculative = configuration.speculative_config()
         if speculative is not None:
             settings["SM_VLLM_SPECULATIVE_CONFIG"] = json.dumps(speculative)

@@ -20,7 +20,6 @@ scheduled before the rest arrive, and a schedule drafts for that first, smaller 
 from __future__ import annotations
 
 import itertools
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,8 +27,8 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from bench.configuration import Configuration
-from harness.host import DEMO_DTYPE
+from bench.configuration import Configuration, local_engine_settings
+from bench.run import requests_for_level
 from serving import paths
 from serving.engine_args.cpu_block_size import CPU_BLOCK_SIZE
 
@@ -50,10 +49,11 @@ def engine_kwargs(
     configuration: Configuration, opt_ml_root: Path, max_num_seqs: int, enforce_eager: bool
 ) -> dict[str, Any]:
     """The `LLM` arguments for one configuration, as the container serves it on the CPU."""
+    settings = local_engine_settings()
     kwargs: dict[str, Any] = {
         "model": str(paths.model_dir(opt_ml_root)),
-        "dtype": os.environ.get("SM_VLLM_DTYPE", DEMO_DTYPE),
-        "max_model_len": int(os.environ.get("SM_VLLM_MAX_MODEL_LEN", "2048")),
+        "dtype": settings["SM_VLLM_DTYPE"],
+        "max_model_len": int(settings["SM_VLLM_MAX_MODEL_LEN"]),
         "block_size": CPU_BLOCK_SIZE,
         "max_num_seqs": max_num_seqs,
         "enforce_eager": enforce_eager,
@@ -175,7 +175,7 @@ def side_by_side(
     for number in range(rounds):
         order = names if number % 2 == 0 else names[::-1]
         for level in levels:
-            batch = [prompts[i % len(prompts)] for i in range(max(len(prompts), level))]
+            batch = requests_for_level(prompts, level)
             for name in order:
                 run = closed_loop(engines[name], batch, level, params, arrive_first)
                 runs[level][name].append(run)

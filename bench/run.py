@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from tqdm import tqdm
@@ -16,6 +16,8 @@ from bench.stats import summarize
 from bench.targets import Target
 
 DEFAULT_CONCURRENCY = (1, 4, 8, 32)
+# A chat payload here; token ids for the engine alone (bench/engine_side_by_side.py).
+Prompt = TypeVar("Prompt")
 WARM_UP_CONCURRENCY = 4
 
 
@@ -43,9 +45,7 @@ async def run_batch(
     return [result for result in results if result is not None], time.perf_counter() - started
 
 
-def requests_for_level(
-    payloads: Sequence[dict[str, Any]], concurrency: int
-) -> list[dict[str, Any]]:
+def requests_for_level(payloads: Sequence[Prompt], concurrency: int) -> list[Prompt]:
     """Every prompt once, repeated round-robin if needed so that the level is reached."""
     count = max(len(payloads), concurrency)
     return [payloads[index % len(payloads)] for index in range(count)]

@@ -53,7 +53,7 @@ def add_parser(commands: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.configuration import parse_configuration
+    from bench.configuration import local_engine_settings, parse_configuration
     from bench.report import write_json
 
     if args.workload != "humaneval":
@@ -70,7 +70,7 @@ def command(args: argparse.Namespace) -> int:
         raise SystemExit("--configs: two or more different configurations, the first the baseline.")
     # Every engine in this process, each with the container's KV cache size.
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    os.environ["VLLM_CPU_KVCACHE_SPACE"] = local_engine_settings()["VLLM_CPU_KVCACHE_SPACE"]
     from vllm import LLM, SamplingParams
 
     from bench.engine_side_by_side import engine_kwargs, prompt_token_ids, side_by_side, table
