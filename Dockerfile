@@ -14,13 +14,15 @@ LABEL org.opencontainers.image.title="sagemaker-vllm-peagle-training" \
       org.opencontainers.image.description="SageMaker training container: a P-EAGLE head for your target from captured traffic"
 ENV PYTHONUNBUFFERED=1
 WORKDIR /opt/program
-# speculators with --no-deps: its torchvision and torchaudio do not load beside the base's
-# torch, and torch must stay exactly the base's. Its other dependencies are the train extra's.
+# The head trainer's packages beyond the base's, from the lock (deps/training.lock: datasets,
+# hs-connectors and what they need, and speculators), each with --no-deps: speculators'
+# torchvision and torchaudio do not load beside the base's torch, and torch must stay exactly
+# the base's. By hash on the CPU base's Python; by version on the CUDA image's (deps/).
+COPY deps /tmp/deps/deps
 RUN --mount=type=secret,id=pip.conf,target=/etc/pip.conf \
     --mount=type=secret,id=ca.pem,target=/run/secrets/ca.pem \
-    python3 -m pip install --no-cache-dir \
-        "datasets==5.1.0" "loguru==0.7.3" "hs-connectors==0.9.0" \
-    && python3 -m pip install --no-cache-dir --no-deps "speculators==0.9.0" \
+    PYTHONPATH=/tmp/deps python3 -m deps install --layers training \
+    && rm -rf /tmp/deps \
     && python3 -c "import speculators.train.cli, transformers, vllm"
 # Our fixes to vLLM itself (vllm_patches/), as in the serving image: the job runs vLLM too.
 COPY vllm_patches /tmp/vllm_patches/vllm_patches

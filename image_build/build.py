@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -18,6 +19,9 @@ from image_build.pip_settings import read_settings, served
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CPU_BASE_DIR = REPO_ROOT / "docker" / "cpu-base"
 CPU_BASE_IMAGE = "sagemaker-vllm-peagle-base:cpu"
+# The locked layers the CPU base installs (deps/), put beside its Dockerfile for the build.
+DEPS_DIR = REPO_ROOT / "deps"
+CPU_BASE_LOCKS = ("bootstrap.lock", "torch.lock", "engine.lock")
 # The GPU base's stand-in (docker/gpu-standin-base): vLLM's CUDA wheel on Debian, for
 # building the Dockerfile's GPU stages where Docker Hub cannot be reached.
 STANDIN_BASE_DIR = REPO_ROOT / "docker" / "gpu-standin-base"
@@ -63,8 +67,26 @@ def build_base(client: str, context: Path, tag: str) -> float:
     stand-in takes vLLM and torch from the package index, as vLLM's image carries them: a
     local torch 2.13.0+cpu would satisfy torch==2.13.0 and outrank PyPI's CUDA build."""
     ensure_base_image(client, DEBIAN_IMAGE)
-    with pip_secrets(local_folders=context != STANDIN_BASE_DIR) as secrets:
-        return docker_build(client, context, tag, *secrets)
+    with (
+        pip_secrets(local_folders=context != STANDIN_BASE_DIR) as secrets,
+        base_context(context) as prepared,
+    ):
+        return docker_build(client, prepared, tag, *secrets)
+
+
+@contextlib.contextmanager
+def base_context(context: Path) -> Iterator[Path]:
+    """The base's folder as it is, or for the CPU base a copy with the locked layers beside
+    its Dockerfile (a build context holds only its own folder)."""
+    if context != CPU_BASE_DIR:
+        yield context
+        return
+    with tempfile.TemporaryDirectory() as scratch:
+        prepared = Path(scratch)
+        shutil.copy2(context / "Dockerfile", prepared / "Dockerfile")
+        for name in CPU_BASE_LOCKS:
+            shutil.copy2(DEPS_DIR / name, prepared / name)
+        yield prepared
 
 
 def build_image(client: str, tag: str, base_image: str | None = None) -> float:

