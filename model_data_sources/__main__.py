@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from model_data_sources import cache
+from model_data_sources import cache, shipped
 
 DEFAULT_OUT = Path("build/opt_ml")
 DEFAULT_TRAINED_OUT = Path("build/opt_ml_trained")
@@ -40,7 +40,7 @@ REPORT = "training-report.json"
 
 
 # Modules that build nothing here: editing them must not invalidate a built pair.
-NOT_BUILDERS = {"finetune.py", "cache.py"}
+NOT_BUILDERS = {"finetune.py", "cache.py", "shipped.py"}
 
 
 def source_hash() -> str:
@@ -100,11 +100,23 @@ def build(out: Path, force: bool = False) -> None:
 HEAD_NAMES = {"peagle": "P-EAGLE", "eagle3": "EAGLE-3"}
 
 
-def build_trained(out: Path, force: bool = False, recipe_name: str = "trained") -> None:
-    """recipe_name: trained, quick, or bench (the trained recipe with the EAGLE-3 head too)."""
+def build_trained(
+    out: Path,
+    force: bool = False,
+    recipe_name: str = "trained",
+    retrain: bool = False,
+    ship: bool = False,
+) -> None:
+    """recipe_name: trained, quick, or bench (the trained recipe with the EAGLE-3 head too).
+    The quick and trained pairs are copied from the repository's shipped bytes
+    (model_data_sources/shipped.py) unless `retrain`; `ship` keeps a retrained pair as the
+    shipped one."""
+    if recipe_name in shipped.SHIPPED_KINDS and not retrain:
+        install_shipped(out, force, recipe_name)
+        return
     stamp = out / ".stamp"
     wanted = trained_hash(recipe_name)
-    if not force and up_to_date(stamp, wanted):
+    if not force and up_to_date(stamp, wanted) and not ship:
         print(f"{recipe_name} demo pair up to date in {out}")
         return
     from model_data_sources.trained import QUICK, WITH_EAGLE3, Recipe
@@ -119,6 +131,8 @@ def build_trained(out: Path, force: bool = False, recipe_name: str = "trained") 
     if not force and cache.restore(recipe_name, wanted, out):
         stamp.write_text(wanted)
         print(f"{recipe_name} demo pair copied into {out} from {cache.entry(recipe_name, wanted)}")
+        if ship:
+            print(f"shipped it as {shipped.ship(recipe_name, out)} (commit it)")
         return
     started = time.monotonic()
     report = train(target_dir, peagle_dir, eagle3_dir, recipe)
@@ -135,6 +149,23 @@ def build_trained(out: Path, force: bool = False, recipe_name: str = "trained") 
         f"acceptance length at K=3 on held-out prompts, drafted as vLLM drafts: {expected} "
         f"(details in {out / REPORT})"
     )
+    if ship:
+        print(f"shipped it as {shipped.ship(recipe_name, out)} (commit it)")
+
+
+def install_shipped(out: Path, force: bool, recipe_name: str) -> None:
+    stamp = out / ".stamp"
+    wanted = f"shipped {shipped.key(recipe_name)}"
+    if not force and up_to_date(stamp, wanted):
+        print(f"{recipe_name} demo pair up to date in {out}")
+        return
+    clear(stamp, tuple(out / name for name in shipped.CONTENTS))
+    try:
+        shipped.install(recipe_name, out)
+    except shipped.StalePair as error:
+        raise SystemExit(f"python -m model_data_sources: {error}") from None
+    stamp.write_text(wanted)
+    print(f"{recipe_name} demo pair copied into {out} from {shipped.PAIRS / recipe_name}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,15 +190,26 @@ def main(argv: list[str] | None = None) -> int:
         help=f"with --trained: an EAGLE-3 head too (default out {DEFAULT_BENCH_OUT})",
     )
     parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
+    parser.add_argument(
+        "--retrain",
+        action="store_true",
+        help="--quick / --trained: train the pair on this machine instead of copying the "
+        "shipped one (model_data_sources/pairs)",
+    )
+    parser.add_argument(
+        "--ship", action="store_true", help="with --retrain: keep it as the shipped pair"
+    )
     args = parser.parse_args(argv)
+    if args.ship and not args.retrain:
+        parser.error("--ship goes with --retrain")
     if args.eagle3 and not args.trained:
         parser.error("--eagle3 goes with --trained")
     if args.trained and args.eagle3:
         build_trained(args.out or DEFAULT_BENCH_OUT, args.force, "bench")
     elif args.trained:
-        build_trained(args.out or DEFAULT_TRAINED_OUT, args.force)
+        build_trained(args.out or DEFAULT_TRAINED_OUT, args.force, "trained", args.retrain, args.ship)
     elif args.quick:
-        build_trained(args.out or DEFAULT_QUICK_OUT, args.force, "quick")
+        build_trained(args.out or DEFAULT_QUICK_OUT, args.force, "quick", args.retrain, args.ship)
     else:
         build(args.out or DEFAULT_OUT, args.force)
     return 0

@@ -22,7 +22,11 @@ def test_chat_payload_returns_a_chat_completion(client: httpx.Client):
     body = response.json()
     assert body["object"] == "chat.completion"
     assert body["choices"][0]["message"]["content"]
-    assert body["usage"]["completion_tokens"] == 16
+    # As many tokens as asked for, or fewer where the model ended its answer itself: which one
+    # a random model does depends on the last bits of this CPU's kernels.
+    tokens, finish = body["usage"]["completion_tokens"], body["choices"][0]["finish_reason"]
+    assert 0 < tokens <= CHAT["max_tokens"]
+    assert finish == ("length" if tokens == CHAT["max_tokens"] else "stop"), body
 
 
 def test_model_is_optional_and_filled_with_the_served_model(client: httpx.Client, peagle):
