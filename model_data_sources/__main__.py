@@ -207,7 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.trained and args.eagle3:
         build_trained(args.out or DEFAULT_BENCH_OUT, args.force, "bench")
     elif args.trained:
-        build_trained(args.out or DEFAULT_TRAINED_OUT, args.force, "trained", args.retrain, args.ship)
+        build_trained(
+            args.out or DEFAULT_TRAINED_OUT, args.force, "trained", args.retrain, args.ship
+        )
     elif args.quick:
         build_trained(args.out or DEFAULT_QUICK_OUT, args.force, "quick", args.retrain, args.ship)
     else:

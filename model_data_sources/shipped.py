@@ -51,9 +51,7 @@ def files_of(tree: Path) -> dict[str, str]:
         top = tree / name
         paths = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
         for path in paths:
-            found[path.relative_to(tree).as_posix()] = hashlib.sha256(
-                path.read_bytes()
-            ).hexdigest()
+            found[path.relative_to(tree).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
     return found
 
 

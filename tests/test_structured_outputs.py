@@ -97,8 +97,9 @@ def test_a_constrained_call_says_what_the_target_says_freely_while_that_is_valid
         tally = tallies[kind]
         assert tally.follows == tally.probes, (kind, tally.departures)
         assert tally.equal == tally.whole, (kind, tally.departures)
-    assert tallies["json_schema"].probes == calls
-    assert tallies["call_shape"].whole >= 1
+    assert tallies["json_schema"].probes == tallies["call_shape"].probes == calls
+    # How many free answers are valid whole is the toy's own (none of the shipped pair's 4:
+    # its free calls on these long schemas lose their JSON); following them is the container's.
     assert tallies["response_format"].probes == tallies["json_object"].probes == 4
 
 
