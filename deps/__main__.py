@@ -166,9 +166,13 @@ def differences(installed: dict[str, str], wanted: dict[str, str]) -> list[str]:
 
 
 def installed_here() -> dict[str, str]:
+    """This Python's installed distributions: its site-packages only (setuptools, once
+    imported, puts its vendored packages' metadata on sys.path too)."""
+    import sysconfig
     from importlib.metadata import distributions
 
-    found = {canonicalize_name(d.metadata["Name"]): d.version for d in distributions()}
+    paths = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    found = {canonicalize_name(d.metadata["Name"]): d.version for d in distributions(path=paths)}
     found.pop(canonicalize_name("sagemaker-vllm-peagle"), None)
     return found
 

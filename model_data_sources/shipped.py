@@ -17,11 +17,11 @@ import platform
 import shutil
 from pathlib import Path
 
+from model_data_sources.cache import CONTENTS
+
 PAIRS = Path(__file__).parent / "pairs"
 SHIPPED_KINDS = ("quick", "trained")
 MANIFEST = "manifest.json"
-# What a pair's tree holds (the stamp is written by the caller, last).
-CONTENTS = ("model", "additional-model-data-sources", "training-report.json")
 # Modules that do not change what a recipe trains.
 NOT_RECIPE = {"__init__.py", "__main__.py", "cache.py", "finetune.py", "shipped.py"}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.image_files import DOCKERFILES, ROOT, arguments_of
+from tests.support.image_files import CPU_BASE_DOCKERFILE, DOCKERFILES, ROOT, arguments_of
 
 DOCKERIGNORE = ROOT / ".dockerignore"
 
@@ -35,14 +35,29 @@ def dockerignore_patterns() -> list[str]:
     return [line for line in lines if line and not line.startswith("#")]
 
 
+def copy_sources(dockerfile: Path) -> set[str]:
+    sources: set[str] = set()
+    for arguments in arguments_of(dockerfile, "COPY"):
+        words = [word for word in arguments.split() if not word.startswith("--")]
+        sources.update(word.rstrip("/") for word in words[:-1])
+    return sources
+
+
 def copied_sources() -> set[str]:
-    """Every build-context path that a COPY in either Dockerfile reads."""
+    """Every repository path that a COPY reads from the repository's own context (the CPU
+    base's context is a folder image_build assembles: see the test below)."""
     sources: set[str] = set()
     for dockerfile in DOCKERFILES:
-        for arguments in arguments_of(dockerfile, "COPY"):
-            words = [word for word in arguments.split() if not word.startswith("--")]
-            sources.update(word.rstrip("/") for word in words[:-1])
+        if dockerfile != CPU_BASE_DOCKERFILE:
+            sources |= copy_sources(dockerfile)
     return sources
+
+
+def test_the_cpu_base_copies_only_the_locked_layers_image_build_puts_beside_it():
+    from image_build.build import CPU_BASE_LOCKS, DEPS_DIR
+
+    assert copy_sources(CPU_BASE_DOCKERFILE) == set(CPU_BASE_LOCKS)
+    assert all((DEPS_DIR / name).is_file() for name in CPU_BASE_LOCKS)
 
 
 @pytest.mark.parametrize(

@@ -130,6 +130,26 @@ def test_the_images_vllm_carries_our_fixes(docker, image):
     }
 
 
+def test_the_images_packages_are_the_lock(docker, image):
+    """The CPU image's Python holds exactly the lock's bootstrap, torch and engine layers
+    (deps/), and our own package: what the host venv was tested with."""
+    import deps.__main__ as deps
+
+    found = run_image(
+        docker, image, "python3", "-c",
+        "import importlib.metadata as m, json; "
+        "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))",
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr[-2000:]
+    installed = {
+        deps.canonicalize_name(name): version
+        for name, version in json.loads(found.stdout.splitlines()[-1]).items()
+    }
+    assert installed.pop("sagemaker-vllm-peagle", None), "our package is not in the image"
+    wanted = deps.locked(("bootstrap", "torch", "engine"))
+    assert deps.differences(installed, wanted) == []
+
+
 def test_other_commands_pass_through(docker, image):
     ran = run_image(docker, image, "bash", "-c", "echo $((6 * 7))")
     assert (ran.returncode, ran.stdout) == (0, "42\n")
