@@ -14,6 +14,7 @@ What each switch does on the CPU build (vLLM 0.32.0, torch 2.13.0+cpu):
 """
 
 import importlib.abc
+import importlib.machinery
 import os
 import sys
 
@@ -40,28 +41,28 @@ def hide_wider_isas(torch) -> None:
 
 
 class AfterTorch(importlib.abc.MetaPathFinder):
-    """Patches torch the moment its package has been imported, whoever imports it."""
+    """Patches torch the moment its package has been imported, whoever imports it. Every
+    lookup gets a wrapped loader (transformers asks importlib.util.find_spec("torch") long
+    before anything imports it)."""
 
     def find_spec(self, name, path=None, target=None):
         if name != "torch":
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec("torch")
-        loader = spec.loader
-        original = loader.exec_module
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        original = spec.loader.exec_module
 
         def exec_module(module):
             original(module)
             hide_wider_isas(module)
 
-        loader.exec_module = exec_module
+        spec.loader.exec_module = exec_module
         return spec
 
 
 limit = os.environ.get("HARNESS_CPU_ISA", "")
 if limit in LIMITS:
-    import importlib.util
-
     for variable, value in LIMITS[limit].items():
         os.environ.setdefault(variable, value)
     sys.meta_path.insert(0, AfterTorch())
