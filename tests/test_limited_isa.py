@@ -33,7 +33,5 @@ def probe(**env: str) -> list:
 
 
 def test_a_limited_process_computes_as_an_avx2_machine():
-    limited = probe(
-        HARNESS_CPU_ISA="avx2", PYTHONPATH=str(REPO_ROOT / "harness" / "limited_isa")
-    )
+    limited = probe(HARNESS_CPU_ISA="avx2", PYTHONPATH=str(REPO_ROOT / "harness" / "limited_isa"))
     assert limited == ["AVX2", False, False, ["_C_AVX2"]]
