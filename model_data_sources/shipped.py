@@ -31,16 +31,17 @@ class StalePair(RuntimeError):
 
 
 def recipe_hash(kind: str) -> str:
-    """What the pair's bytes follow from, less the machine: its kind, the builder's sources
-    (seeds and recipes included), the corpus and the served grammar settings."""
-    from model_data_sources.corpus import corpus_hash
+    """What the pair's bytes follow from in this repository: its kind, the builder's sources
+    (seeds and recipes included) and the served grammar settings. Not the machine's part (its
+    CPU, and the corpus, which is the running Python's own standard library): a user's other
+    Python 3.11 must still get the shipped pair. Those are recorded in `trained_on`."""
     from model_data_sources.grammar import SERVED
 
     digest = hashlib.sha256(kind.encode() + b"\0")
     for path in sorted(Path(__file__).parent.glob("*.py")):
         if path.name not in NOT_RECIPE:
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    digest.update(corpus_hash().encode() + json.dumps(SERVED).encode())
+    digest.update(json.dumps(SERVED).encode())
     return digest.hexdigest()
 
 
@@ -119,6 +120,8 @@ def ship(kind: str, built: Path) -> Path:
 def machine() -> dict:
     import torch
 
+    from model_data_sources.corpus import corpus_hash
+
     flags = set()
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
@@ -132,4 +135,5 @@ def machine() -> dict:
         "torch": torch.__version__,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "isa": sorted(flag for flag in flags if flag.startswith(("avx", "amx"))),
+        "corpus": corpus_hash(),
     }
