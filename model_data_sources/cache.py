@@ -21,6 +21,16 @@ KEEP_PER_KIND = 2
 CONTENTS = ("model", "additional-model-data-sources", "training-report.json")
 
 
+def copy_contents(source: Path, out: Path) -> None:
+    """Copy a pair's tree (CONTENTS, those present) from `source` into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in CONTENTS:
+        if (source / name).is_dir():
+            shutil.copytree(source / name, out / name, dirs_exist_ok=True)
+        elif (source / name).is_file():
+            shutil.copy2(source / name, out / name)
+
+
 def cache_root() -> Path | None:
     configured = os.environ.get(CACHE_ENV, "")
     if configured.lower() == "off":
@@ -42,13 +52,7 @@ def restore(kind: str, key: str, out: Path) -> bool:
     if cached is None or not cached.is_dir():
         return False
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        for name in CONTENTS:
-            source = cached / name
-            if source.is_dir():
-                shutil.copytree(source, out / name, dirs_exist_ok=True)
-            elif source.is_file():
-                shutil.copy2(source, out / name)
+        copy_contents(cached, out)
     except OSError as error:
         # A cache that cannot be read (or a full disk) costs a build, never a failed one.
         print(f"demo pair not copied from {cached}: {error}; building it instead")
@@ -70,12 +74,7 @@ def store(kind: str, key: str, out: Path) -> Path | None:
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{kind}-", dir=cached.parent))
-        for name in CONTENTS:
-            source = out / name
-            if source.is_dir():
-                shutil.copytree(source, staging / name)
-            elif source.is_file():
-                shutil.copy2(source, staging / name)
+        copy_contents(out, staging)
         os.rename(staging, cached)
     except OSError as error:
         print(f"demo pair not cached in {cached.parent}: {error}")

@@ -17,7 +17,7 @@ import platform
 import shutil
 from pathlib import Path
 
-from model_data_sources.cache import CONTENTS
+from model_data_sources.cache import CONTENTS, copy_contents
 
 PAIRS = Path(__file__).parent / "pairs"
 SHIPPED_KINDS = ("quick", "trained")
@@ -82,24 +82,14 @@ def install(kind: str, out: Path) -> None:
                 f"model_data_sources/pairs/{kind}/{relative} does not match its sha256 in "
                 f"{MANIFEST}; restore it (git checkout) or ship the pair again (make demo-pairs)"
             )
-    out.mkdir(parents=True, exist_ok=True)
-    for name in CONTENTS:
-        if (source / name).is_dir():
-            shutil.copytree(source / name, out / name, dirs_exist_ok=True)
-        else:
-            shutil.copy2(source / name, out / name)
+    copy_contents(source, out)
 
 
 def ship(kind: str, built: Path) -> Path:
     """Keep a pair trained here as the shipped one, with its manifest."""
     target = PAIRS / kind
     shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
-    for name in CONTENTS:
-        if (built / name).is_dir():
-            shutil.copytree(built / name, target / name)
-        else:
-            shutil.copy2(built / name, target / name)
+    copy_contents(built, target)
     report = json.loads((built / "training-report.json").read_text())
     (target / MANIFEST).write_text(
         json.dumps(
