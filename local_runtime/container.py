@@ -10,11 +10,16 @@ this much code.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Mapping
 from urllib.parse import urlsplit
 
 # Connections kept open between calls; more are opened as concurrency needs, then closed.
 MAX_IDLE_CONNECTIONS = 64
+# How long one is kept idle: well under the container's keep-alive (the front's 65 s), so the
+# pool never offers a connection the container is about to close. One it closed all the
+# same (another server behind the URL) is met by `send`, which goes again.
+MAX_IDLE_SECONDS = 30.0
 # Answers that carry no body whatever their headers say (RFC 9112, 6.3).
 BODYLESS_STATUSES = frozenset({204, 304})
 HEAD_END = b"\r\n\r\n"
@@ -95,6 +100,7 @@ class Connection:
         self.writer = writer
         # True only once an answer has been read to its end and the container keeps it open.
         self.reusable = False
+        self.idle_since = 0.0
 
     def is_open(self) -> bool:
         # A container that closed the connection while idle left EOF (or an error) behind.
@@ -260,15 +266,17 @@ class ContainerClient:
         return Connection(reader, writer)
 
     def idle_connection(self) -> Connection | None:
+        now = time.monotonic()
         while self.idle:
             connection = self.idle.pop()
-            if connection.is_open():
+            if connection.is_open() and now - connection.idle_since < MAX_IDLE_SECONDS:
                 return connection
             connection.close()
         return None
 
     def release(self, connection: Connection) -> None:
         if connection.reusable and connection.is_open() and len(self.idle) < MAX_IDLE_CONNECTIONS:
+            connection.idle_since = time.monotonic()
             self.idle.append(connection)
         else:
             connection.close()

@@ -157,6 +157,7 @@ def create_app(
             body = await read_body(
                 request, settings.max_payload_bytes, settings.body_timeout_seconds
             )
+            invocations.check_nesting(body)
         except RequestRefused as error:
             return refused(error)
         path = raw_path(request.scope)

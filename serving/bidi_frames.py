@@ -79,6 +79,8 @@ def parse(text: str) -> Invoke | Cancel:
             f"the frame is not JSON ({error}); send one JSON object per text frame: a request "
             'payload with an "id", or {"type": "cancel", "id": ...}.'
         ) from None
+    except RecursionError:
+        raise FrameProblem("the frame nests arrays and objects too deeply to be read.") from None
     if not isinstance(frame, dict):
         raise FrameProblem(f"the frame is a JSON {type(frame).__name__}; send a JSON object.")
     request_id = checked_id(frame["id"]) if "id" in frame else None

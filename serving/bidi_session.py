@@ -32,6 +32,7 @@ from serving.engine_client import EngineAnswer, EngineClient, EngineError
 from serving.errors import RequestRefused
 from serving.gate import RequestGate
 from serving.headers import to_engine_as_json
+from serving.json_text import json_bytes
 from serving.logs import FIELDS, printable
 from serving.metrics import FrontMetrics
 from serving.payload_parser import PayloadParser
@@ -271,7 +272,7 @@ class Session:
         """One request: the engine's answer relayed as frames, ending in `done` or `error`;
         the HTTP status an `/invocations` call would have had."""
         try:
-            body = json.dumps(frames.streamed(payload), ensure_ascii=False).encode()
+            body = json_bytes(frames.streamed(payload))
             prepared = await self.parts.parser.prepare(body)
         except RequestRefused as refused:
             self.send_now(frames.error(request_id, refused.status, refused.message))

@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from serving.engine_client import EngineClient
+from serving.engine_client import ENGINE_KEEP_ALIVE_SECONDS, ENGINE_KEEP_ALIVE_VAR, EngineClient
 from serving.secrets import redact_argv
 from serving.settings import Settings
 
@@ -54,7 +54,7 @@ def models_are_local(settings: Settings) -> bool:
 
 def engine_environment(settings: Settings, environ: Mapping[str, str]) -> dict[str, str]:
     """The engine's environment: ours, with no hub or telemetry traffic where none is needed."""
-    defaults = dict(NO_TELEMETRY_ENVIRONMENT)
+    defaults = {**NO_TELEMETRY_ENVIRONMENT, ENGINE_KEEP_ALIVE_VAR: str(ENGINE_KEEP_ALIVE_SECONDS)}
     if models_are_local(settings):
         defaults.update(OFFLINE_ENVIRONMENT)
     return {**defaults, **environ}

@@ -9,16 +9,29 @@ types: bytes in, bytes out, and `EngineError` when the engine is not there.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Mapping
+from types import SimpleNamespace
 
 import aiohttp
 from yarl import URL
 
 from serving.headers import RawHeaders
 
+log = logging.getLogger("serving.engine_client")
+
 # The engine listens on a Unix socket only; HTTP needs a host name all the same.
 ENGINE_ORIGIN = "http://engine"
 CONNECT_SECONDS = 5.0
+# How long vLLM's API server keeps an idle connection (uvicorn's keep-alive, set through
+# vLLM's VLLM_HTTP_TIMEOUT_KEEP_ALIVE; vLLM's own default is 5 s). Raised, so the engine
+# closes no connection during the pauses clients commonly make; the pool drops its idle
+# connections at half of it, so it never offers one the engine is about to close.
+ENGINE_KEEP_ALIVE_VAR = "VLLM_HTTP_TIMEOUT_KEEP_ALIVE"
+ENGINE_KEEP_ALIVE_SECONDS = 60
+# Errors of a request written on a connection the engine had closed (reset, or closed
+# with no answer); aiohttp raises others for a socket it cannot reach at all.
+CLOSED_UNDER_US = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
 
 
 class EngineError(Exception):
@@ -71,47 +84,113 @@ class EngineAnswer:
             self._response.close()
 
 
+def pool_idle_seconds(environ: Mapping[str, str]) -> float:
+    """How long the pool keeps an idle connection: half the engine's keep-alive."""
+    value = environ.get(ENGINE_KEEP_ALIVE_VAR, "")
+    keep_alive = int(value) if value.strip().isdigit() else ENGINE_KEEP_ALIVE_SECONDS
+    return max(keep_alive, 1) / 2
+
+
+async def note_reuse(session, context: SimpleNamespace, params) -> None:
+    if context.trace_request_ctx is not None:  # None for the small GETs
+        context.trace_request_ctx.reused = True
+
+
+def reuse_tracing() -> aiohttp.TraceConfig:
+    """Tells each request (`trace_request_ctx.reused`) whether it went on a pooled
+    connection."""
+    tracing = aiohttp.TraceConfig()
+    tracing.on_connection_reuseconn.append(note_reuse)
+    return tracing
+
+
 class EngineClient:
-    def __init__(self, socket_path: str, max_connections: int):
+    def __init__(self, socket_path: str, max_connections: int, idle_seconds: float = 30.0):
         self.socket_path = socket_path
         self.max_connections = max_connections
+        self.idle_seconds = idle_seconds
         self._session: aiohttp.ClientSession | None = None
+        self._fresh: aiohttp.ClientSession | None = None
         # Why the engine is away, for the answers of requests it leaves (a stall, a restart).
         self.unavailable: str | None = None
 
     def session(self) -> aiohttp.ClientSession:
         # Made on first use: aiohttp wants a running event loop.
         if self._session is None:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.UnixConnector(
+            self._session = self._new_session(
+                aiohttp.UnixConnector(
                     path=self.socket_path,
                     limit=self.max_connections,
-                    keepalive_timeout=30,
-                ),
-                # A generation may take minutes; only reaching the engine is timed.
-                timeout=aiohttp.ClientTimeout(total=None, connect=CONNECT_SECONDS),
-                # The engine's bytes go to the client as they are.
-                auto_decompress=False,
-                skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
+                    keepalive_timeout=self.idle_seconds,
+                )
             )
         return self._session
+
+    def fresh_session(self) -> aiohttp.ClientSession:
+        """Requests on connections of their own, closed after the answer: for a request
+        that must not meet another pooled connection the engine has closed."""
+        if self._fresh is None:
+            self._fresh = self._new_session(
+                aiohttp.UnixConnector(
+                    path=self.socket_path, limit=self.max_connections, force_close=True
+                )
+            )
+        return self._fresh
+
+    def _new_session(self, connector: aiohttp.UnixConnector) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(
+            connector=connector,
+            trace_configs=[reuse_tracing()],
+            # A generation may take minutes; only reaching the engine is timed.
+            timeout=aiohttp.ClientTimeout(total=None, connect=CONNECT_SECONDS),
+            # The engine's bytes go to the client as they are.
+            auto_decompress=False,
+            skip_auto_headers=("User-Agent", "Accept-Encoding", "Content-Type"),
+        )
 
     async def send(
         self, method: str, target: bytes, content: bytes, headers: RawHeaders
     ) -> EngineAnswer:
         """Send a request; return once the answer's headers are in. Cancelling closes the
-        connection."""
+        connection.
+
+        A request that fails on a pooled connection before any answer came back went on a
+        connection the engine had just closed (its keep-alive ran out as the request was
+        written): it goes again, once, on a fresh connection. Any other failure, or a second
+        one, is the engine's absence."""
+        sent = SimpleNamespace(reused=False)
         try:
-            response = await self.session().request(
-                method,
-                engine_url(target),
-                data=content or None,
-                headers=as_text(headers),
-                allow_redirects=False,
-                compress=None,
-            )
+            return await self._send(self.session(), method, target, content, headers, sent)
+        except CLOSED_UNDER_US as error:
+            if not sent.reused:
+                raise EngineError(repr(error)) from error
+            log.info("the engine had closed a pooled connection (%r); sent again", error)
         except (aiohttp.ClientError, OSError) as error:
             raise EngineError(repr(error)) from error
+        try:
+            fresh = self.fresh_session()
+            return await self._send(fresh, method, target, content, headers, SimpleNamespace())
+        except (aiohttp.ClientError, OSError) as error:
+            raise EngineError(repr(error)) from error
+
+    async def _send(
+        self,
+        session: aiohttp.ClientSession,
+        method: str,
+        target: bytes,
+        content: bytes,
+        headers: RawHeaders,
+        sent: SimpleNamespace,
+    ) -> EngineAnswer:
+        response = await session.request(
+            method,
+            engine_url(target),
+            data=content or None,
+            headers=as_text(headers),
+            allow_redirects=False,
+            compress=None,
+            trace_request_ctx=sent,
+        )
         return EngineAnswer(response)
 
     async def get(self, path: str, timeout: float) -> tuple[int, str] | None:
@@ -132,8 +211,9 @@ class EngineClient:
     async def reset(self) -> None:
         """Drop every pooled connection: they lead to an engine that is gone."""
         await self.aclose()
-        self._session = None
+        self._session = self._fresh = None
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        for session in (self._session, self._fresh):
+            if session is not None:
+                await session.close()

@@ -32,7 +32,10 @@ class JsonAnswer(JSONResponse):
     that read answers line by line (LangChain's SagemakerEndpoint) wait for one forever."""
 
     def render(self, content: object) -> bytes:
-        return super().render(content) + b"\n"
+        # Starlette's rendering; a message may quote a client's value, lone surrogates and
+        # all, which UTF-8 writes only as the escape the client sent (serving/json_text.py).
+        text = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return text.encode("utf-8", "backslashreplace") + b"\n"
 
 
 def error_response(

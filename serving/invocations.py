@@ -9,6 +9,7 @@ from typing import Any
 
 from serving.chat_fields import check_chat_fields
 from serving.errors import RequestRefused
+from serving.json_text import json_bytes
 from serving.tgi import TgiAnswer, completion_request, is_tgi
 
 # vLLM's own /invocations takes both payload kinds and applies SageMaker's session
@@ -41,6 +42,28 @@ def check_content_type(content_type: str | None) -> None:
     )
 
 
+# Python's JSON parser (the front's, and vLLM's API server's) gives up near 1,000 levels.
+TOO_DEEP = (
+    "request body nests arrays and objects too deeply for its JSON to be read (about 1,000 "
+    "levels); no request needs more than a few dozen."
+)
+# No body with fewer brackets than this can be nested too deeply to parse.
+FEWEST_BRACKETS_TOO_DEEP = 500
+
+
+def check_nesting(body: bytes) -> None:
+    """Refuse a body nested past what the engine's JSON parser reads (it would answer 500);
+    only a body with many brackets is parsed to find out."""
+    if body.count(b"[") + body.count(b"{") < FEWEST_BRACKETS_TOO_DEEP:
+        return
+    try:
+        json.loads(body)
+    except RecursionError:
+        raise RequestRefused(400, TOO_DEEP) from None
+    except ValueError:
+        return  # not JSON: the engine says so itself
+
+
 def parse_json_object(body: bytes) -> dict[str, Any]:
     try:
         payload = json.loads(body)
@@ -50,6 +73,8 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
             f"request body is not valid JSON: {error}. /invocations takes a JSON payload "
             "whatever the Content-Type says.",
         ) from None
+    except RecursionError:
+        raise RequestRefused(400, TOO_DEEP) from None
     if not isinstance(payload, dict):
         raise RequestRefused(
             400, f"request body is a JSON {type(payload).__name__}; send a JSON object."
@@ -95,7 +120,7 @@ def plan(body: bytes, served_model_name: str) -> Edit:
         payload = parse_json_object(body)
         if is_tgi(payload) and not any(key in payload for key in PAYLOAD_KEYS):
             request, answer = completion_request(payload, served_model_name)
-            replacement = json.dumps(request, ensure_ascii=False).encode()
+            replacement = json_bytes(request)
             return Edit(replacement=replacement, tgi=answer, stream=answer.stream)
         check_kind(payload)
         if "messages" in payload:
@@ -107,8 +132,8 @@ def plan(body: bytes, served_model_name: str) -> Edit:
         return Edit(stream=stream)
     if "model" in payload or json.detect_encoding(body) != "utf-8":
         # An explicit null or empty model (or a UTF-16/32 body): only a re-encode fixes it.
-        replaced = json.dumps({**payload, "model": served_model_name}, ensure_ascii=False)
-        return Edit(replacement=replaced.encode(), stream=stream)
+        replaced = json_bytes({**payload, "model": served_model_name})
+        return Edit(replacement=replaced, stream=stream)
     return Edit(splice_model=True, stream=stream)
 
 

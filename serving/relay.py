@@ -70,9 +70,15 @@ async def as_tgi_events(body: AsyncIterator[bytes], stream: TgiStream) -> AsyncI
 class Relay:
     """The front's one HTTP client to the engine, over the engine's private Unix socket."""
 
-    def __init__(self, socket_path: str, max_connections: int, capture: Capture | None = None):
+    def __init__(
+        self,
+        socket_path: str,
+        max_connections: int,
+        idle_seconds: float = 30.0,
+        capture: Capture | None = None,
+    ):
         self.capture = capture
-        self.client = EngineClient(socket_path, max_connections)
+        self.client = EngineClient(socket_path, max_connections, idle_seconds)
 
     async def aclose(self) -> None:
         await self.client.aclose()

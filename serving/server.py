@@ -19,6 +19,7 @@ from serving.app import create_app
 from serving.capture import Capture
 from serving.engine import Engine, engine_environment, private_socket_path
 from serving.engine_args.argv import build_argv
+from serving.engine_client import pool_idle_seconds
 from serving.lifecycle import Lifecycle
 from serving.logs import printable
 from serving.protocol import FrontProtocol
@@ -134,11 +135,9 @@ def serve(settings: Settings) -> int:
         )
         front_socket.close()
         return exit_codes.FRONT_FAILED
+    environment = engine_environment(settings, os.environ)
     engine = Engine(
-        build_argv(settings, socket_path),
-        settings.engine_niceness,
-        engine_environment(settings, os.environ),
-        socket_path,
+        build_argv(settings, socket_path), settings.engine_niceness, environment, socket_path
     )
     try:
         capture = open_capture(settings)
@@ -153,7 +152,10 @@ def serve(settings: Settings) -> int:
         shutil.rmtree(socket_path.parent, ignore_errors=True)
         return exit_codes.BAD_CONFIG
     relay = Relay(
-        str(socket_path), max_connections=settings.max_concurrent_requests + 16, capture=capture
+        str(socket_path),
+        max_connections=settings.max_concurrent_requests + 16,
+        idle_seconds=pool_idle_seconds(environment),
+        capture=capture,
     )
     config = uvicorn.Config(
         app=None,  # set below, once the server (which the lifecycle calls back) exists

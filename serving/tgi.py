@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from serving.errors import RequestRefused
+from serving.json_text import json_bytes
 
 log = logging.getLogger("serving.tgi")
 
@@ -80,7 +81,7 @@ def structured_outputs(parameters: dict[str, Any]) -> dict[str, Any] | None:
     if grammar is None:
         return None
     kind = grammar.get("type") if isinstance(grammar, dict) else None
-    if kind not in GRAMMARS:
+    if not isinstance(kind, str) or kind not in GRAMMARS:
         raise RequestRefused(
             400,
             '\'parameters.grammar\' must be an object with "type": "json" (and a JSON '
@@ -182,7 +183,7 @@ def whole_answer(answer: TgiAnswer, completion: dict[str, Any]) -> bytes:
             tokens = usage.get("completion_tokens") if len(choices) == 1 else None
             result["details"] = details(answer, choice, tokens)
         results.append(result)
-    return json.dumps(results, ensure_ascii=False).encode() + b"\n"
+    return json_bytes(results) + b"\n"
 
 
 def first_id(choice: dict[str, Any]) -> int:
@@ -210,7 +211,7 @@ class TgiStream:
         if not isinstance(chunk, dict):
             return b""
         if "error" in chunk:
-            return b"data:" + json.dumps(chunk, ensure_ascii=False).encode() + b"\n\n"
+            return b"data:" + json_bytes(chunk) + b"\n\n"
         events = b""
         for choice in chunk.get("choices") or []:
             text = choice.get("text") or ""
@@ -249,4 +250,4 @@ class TgiStream:
             "generated_text": generated,
             "details": detail,
         }
-        return b"data:" + json.dumps(event, ensure_ascii=False).encode() + b"\n\n"
+        return b"data:" + json_bytes(event) + b"\n\n"

@@ -133,3 +133,23 @@ def test_chunked_bodies_come_chunk_by_chunk_and_unsized_ones_until_the_close():
 
     with scripted_container(scripted) as (url, _):
         asyncio.run(calls(url))
+
+
+def test_a_connection_idle_past_the_pools_limit_is_not_offered(container_url: str, monkeypatch):
+    # The pool lets a connection go well before the container's keep-alive would close it,
+    # so no call is written on one the container is closing.
+    monkeypatch.setattr("local_runtime.container.MAX_IDLE_SECONDS", 0.05)
+
+    async def calls() -> None:
+        client = ContainerClient(container_url, connect_timeout=2)
+        await client.fetch("POST", "/invocations", JSON, b"{}")
+        (first,) = client.idle
+        await client.fetch("POST", "/invocations", JSON, b"{}")
+        assert client.idle == [first]  # within the limit: the same connection
+        await asyncio.sleep(0.1)
+        await client.fetch("POST", "/invocations", JSON, b"{}")
+        (second,) = client.idle
+        assert second is not first and first.writer.is_closing()
+        client.close()
+
+    asyncio.run(calls())

@@ -181,3 +181,36 @@ def test_custom_attributes_are_forwarded_verbatim():
     assert headers[b"x-amzn-sagemaker-target-variant"] == b"variant-a"
     assert headers[b"x-request-id"] == b"rid-1"
     assert b"connection" not in headers and b"content-length" not in headers
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+@pytest.mark.parametrize("path", ["/invocations", "/v1/chat/completions", "/v1/completions"])
+def test_a_body_nested_too_deeply_to_parse_is_400(client: httpx.Client, path: str):
+    # Python's JSON parser (the front's and vLLM's) raises RecursionError: a 500 before.
+    response = client.post(path, content=DEEP, headers={"content-type": "application/json"})
+    assert_json_error(response, 400, "nests arrays and objects too deeply")
+
+
+@pytest.mark.parametrize("path", ["/invocations", "/v1/chat/completions"])
+def test_a_body_with_many_brackets_nested_shallowly_is_answered(client: httpx.Client, path: str):
+    parts = [{"type": "text", "text": "Hi"}] * 600  # 1,200 brackets, 4 deep
+    shallow = {**CHAT, "messages": [{"role": "user", "content": parts}]}
+    assert client.post(path, json=shallow).status_code == 200
+
+
+def test_a_lone_surrogate_in_the_body_is_sent_on_as_the_client_wrote_it(client: httpx.Client):
+    # `"\ud800"` is valid JSON for a str that UTF-8 cannot encode: a body the front rewrites
+    # (TGI's, or one that names `"model": null`) failed with UnicodeEncodeError, a 500.
+    for payload in (
+        {"inputs": "A \\ud800 cat", "parameters": {"max_new_tokens": 2}},
+        {**CHAT, "model": None, "messages": [{"role": "user", "content": "\\ud800"}]},
+        {**CHAT, "model": None, "user": "\\ud800"},
+    ):
+        body = json.dumps(payload).replace("\\\\ud800", "\\ud800").encode()
+        response = client.post(
+            "/invocations", content=body, headers={"content-type": "application/json"}
+        )
+        assert response.status_code < 500, response.text
+        assert response.json()  # whatever the engine made of it, readable JSON

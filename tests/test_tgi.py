@@ -45,6 +45,9 @@ def test_unknown_parameters_are_ignored_with_a_log_line(caplog):
         ({"inputs": []}, "'inputs' must be a string"),
         ({"inputs": "x", "parameters": [1]}, "'parameters' must be a JSON object"),
         ({"inputs": ["a", "b"], "stream": True}, "cannot be streamed"),
+        # A grammar type that is no name at all (a list, an object) is refused, not a 500.
+        ({"inputs": "x", "parameters": {"grammar": {"type": ["json"]}}}, "'parameters.grammar'"),
+        ({"inputs": "x", "parameters": {"grammar": {"type": {}}}}, "'parameters.grammar'"),
     ],
 )
 def test_bad_tgi_payloads_say_what_is_wrong(payload, words):

@@ -327,3 +327,39 @@ def test_a_step_scheduled_at_k0_prepares_no_drafter_inputs(k0_steps):
     assert k0_steps["k3"]["inputs"] > 0
     assert k0_steps["k0"]["inputs"] == 0
     assert k0_steps["same"] is True
+
+
+# vLLM's chat and completion request models, given a `structured_outputs` that is not an
+# object (vllm_patches/structured_outputs_not_an_object.py): what each raises, by name.
+NOT_AN_OBJECT = """
+import json
+from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+from vllm.entrypoints.openai.completion.protocol import CompletionRequest
+
+bodies = {
+    ChatCompletionRequest: {"messages": [{"role": "user", "content": "Hi"}], "model": "m"},
+    CompletionRequest: {"prompt": "Hi", "model": "m"},
+}
+results = {}
+for model, body in bodies.items():
+    for value in ["", "\\u0000", ["json"], 3, True, {"choice": ["a", "b"]}]:
+        try:
+            model.model_validate({**body, "structured_outputs": value})
+            outcome = "valid"
+        except Exception as error:
+            outcome = [type(error).__name__, "structured_outputs" in str(error)]
+        results.setdefault(model.__name__, []).append(outcome)
+print(json.dumps(results))
+"""
+
+
+def test_a_structured_outputs_that_is_not_an_object_is_a_validation_error():
+    ran = subprocess.run([sys.executable, "-c", NOT_AN_OBJECT], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    results = json.loads(ran.stdout.splitlines()[-1])
+    # A validation error that names the field (a 400), never an AttributeError (a 500);
+    # an object still validates.
+    refused = ["VLLMValidationError", True]  # vLLM answers it 400
+    assert results == {
+        name: [refused] * 5 + ["valid"] for name in ("ChatCompletionRequest", "CompletionRequest")
+    }

@@ -94,6 +94,7 @@ def patches() -> list[Patch]:
         no_drafter_inputs_at_k0,
         parallel_drafting_dynamic_k,
         plain_sampling_at_k0,
+        structured_outputs_not_an_object,
     )
 
     return [
@@ -105,6 +106,7 @@ def patches() -> list[Patch]:
         *keep_prefix_block_at_k0.PATCHES,
         plain_sampling_at_k0.PATCH,
         no_drafter_inputs_at_k0.PATCH,
+        *structured_outputs_not_an_object.PATCHES,
     ]
 
 
