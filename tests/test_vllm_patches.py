@@ -363,3 +363,31 @@ def test_a_structured_outputs_that_is_not_an_object_is_a_validation_error():
     assert results == {
         name: [refused] * 5 + ["valid"] for name in ("ChatCompletionRequest", "CompletionRequest")
     }
+
+
+# The CPU platform's stand-in for the rejection sampler's Triton expand kernel
+# (vllm_patches/cpu_expand_writes_its_output.py), called as expand_batch_to_tokens calls it.
+EXPAND = """
+import json, torch
+from vllm.platforms import current_platform
+from vllm.utils.cpu_triton_utils import _expand_kernel_impl
+current_platform.import_kernels()  # the C++ op the unpatched code calls
+cu = torch.tensor([2, 5, 6], dtype=torch.int32)
+results = []
+for values in ([0.0, 0.3, 1.5], [0, 7, 9]):
+    x = torch.tensor(values)
+    out = torch.full((6,), -123, dtype=x.dtype)  # new_empty's memory, made visible
+    _expand_kernel_impl(out, x, cu, 0, 1)
+    results.append([round(v, 4) for v in out.tolist()])
+print(json.dumps(results))
+"""
+
+
+def test_the_cpu_expand_kernel_writes_each_requests_value_over_its_tokens():
+    ran = subprocess.run([sys.executable, "-c", EXPAND], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    # [a, a, b, b, b, c], a's 0 replaced by 1 (a greedy row's temperature), floats kept.
+    assert json.loads(ran.stdout.splitlines()[-1]) == [
+        [1.0, 1.0, 0.3, 0.3, 0.3, 1.5],
+        [1, 1, 7, 7, 7, 9],
+    ]

@@ -86,6 +86,7 @@ def apply_patch(patch: Patch, root: Path) -> bool:
 
 def patches() -> list[Patch]:
     from vllm_patches import (
+        cpu_expand_writes_its_output,
         draft_tokens_per_position,
         drafts_before_outputs,
         json_whitespace_bound,
@@ -107,6 +108,7 @@ def patches() -> list[Patch]:
         plain_sampling_at_k0.PATCH,
         no_drafter_inputs_at_k0.PATCH,
         *structured_outputs_not_an_object.PATCHES,
+        cpu_expand_writes_its_output.PATCH,
     ]
 
 
