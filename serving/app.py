@@ -157,7 +157,7 @@ def create_app(
             body = await read_body(
                 request, settings.max_payload_bytes, settings.body_timeout_seconds
             )
-            invocations.check_nesting(body)
+            invocations.check_engine_limits(body)
         except RequestRefused as error:
             return refused(error)
         path = raw_path(request.scope)

@@ -4,6 +4,7 @@ payload (`inputs`, `parameters`) becomes a completion request (serving/tgi.py)."
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,17 +52,53 @@ TOO_DEEP = (
 FEWEST_BRACKETS_TOO_DEEP = 500
 
 
-def check_nesting(body: bytes) -> None:
-    """Refuse a body nested past what the engine's JSON parser reads (it would answer 500);
-    only a body with many brackets is parsed to find out."""
-    if body.count(b"[") + body.count(b"{") < FEWEST_BRACKETS_TOO_DEEP:
-        return
+# The engine's API server hands a request to its engine core as MessagePack, which carries
+# integers from -2**63 to 2**64 - 1; a larger one (in a JSON schema, say) failed there as a
+# 500 with no message. Only a body with a run of this many digits can hold one.
+LONGEST_INTEGER = re.compile(rb"\d{19,}")
+INTEGER_RANGE = (-(2**63), 2**64 - 1)
+
+
+def check_engine_limits(body: bytes, payload: Any = None) -> None:
+    """Refuse what the engine cannot carry and would answer 500 for: a body nested past what
+    its JSON parser reads, or an integer outside 64 bits. Only a body with many brackets or
+    a long run of digits is parsed (or walked, given `payload`) to find out."""
+    nested = body.count(b"[") + body.count(b"{") >= FEWEST_BRACKETS_TOO_DEEP
+    long_digits = LONGEST_INTEGER.search(body) is not None
+    if payload is None and (nested or long_digits):
+        try:
+            payload = json.loads(body)
+        except RecursionError:
+            raise RequestRefused(400, TOO_DEEP) from None
+        except ValueError:
+            return  # not JSON: the engine says so itself
     try:
-        json.loads(body)
+        where = out_of_range(payload) if long_digits else None
     except RecursionError:
         raise RequestRefused(400, TOO_DEEP) from None
-    except ValueError:
-        return  # not JSON: the engine says so itself
+    if where is not None:
+        raise RequestRefused(
+            400,
+            f"the integer at {where} is outside the 64-bit range the engine takes "
+            f"({INTEGER_RANGE[0]} to {INTEGER_RANGE[1]}).",
+        )
+
+
+def out_of_range(value: Any, trail: str = "") -> str | None:
+    """Where (a JSON path) the first integer outside INTEGER_RANGE is, if any."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        low, high = INTEGER_RANGE
+        return None if low <= value <= high else (trail or "the top")
+    if isinstance(value, dict):
+        items = ((f"{trail}.{key}" if trail else str(key), item) for key, item in value.items())
+    elif isinstance(value, list):
+        items = ((f"{trail}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    for where, item in items:
+        if (found := out_of_range(item, where)) is not None:
+            return found
+    return None
 
 
 def parse_json_object(body: bytes) -> dict[str, Any]:
@@ -118,6 +155,7 @@ def plan(body: bytes, served_model_name: str) -> Edit:
     """Parse and check the body; never raises, so it can run in a worker process."""
     try:
         payload = parse_json_object(body)
+        check_engine_limits(body, payload)
         if is_tgi(payload) and not any(key in payload for key in PAYLOAD_KEYS):
             request, answer = completion_request(payload, served_model_name)
             replacement = json_bytes(request)

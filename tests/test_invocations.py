@@ -214,3 +214,19 @@ def test_a_lone_surrogate_in_the_body_is_sent_on_as_the_client_wrote_it(client: 
         )
         assert response.status_code < 500, response.text
         assert response.json()  # whatever the engine made of it, readable JSON
+
+
+@pytest.mark.parametrize("path", ["/invocations", "/v1/chat/completions"])
+def test_an_integer_the_engine_cannot_carry_is_400_naming_where(client: httpx.Client, path):
+    # vLLM hands the schema to its engine core as MessagePack (64-bit integers): a 500 with
+    # an empty message before.
+    schema = {"type": "object", "properties": {"name": {"type": "string", "x": 10**30}}}
+    body = {
+        **CHAT,
+        "response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema": schema}},
+    }
+    where = "response_format.json_schema.schema.properties.name.x"
+    assert_json_error(client.post(path, json=body), 400, where, "64-bit")
+    # Long digits in a string, and a large integer inside the range, are the engine's to judge.
+    fine = {**CHAT, "user": "1" * 40, "seed": 2**62}
+    assert client.post(path, json=fine).status_code == 200

@@ -17,7 +17,8 @@ def logged(logger_name: str, message: str) -> str:
     out = io.StringIO()
     handler = logging.StreamHandler(out)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
-    handler.addFilter(OneLineParserFailures())
+    factory = logging.getLogRecordFactory()
+    logging.setLogRecordFactory(OneLineParserFailures(factory))
     logger = logging.getLogger(logger_name)
     logger.addHandler(handler)
     logger.propagate = False
@@ -35,6 +36,7 @@ def logged(logger_name: str, message: str) -> str:
         chat_completion_full_generator("chatcmpl-abc123")
     finally:
         logger.removeHandler(handler)
+        logging.setLogRecordFactory(factory)
     return out.getvalue()
 
 
