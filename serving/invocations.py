@@ -163,6 +163,9 @@ def plan(body: bytes, served_model_name: str) -> Edit:
         check_kind(payload)
         if "messages" in payload:
             check_chat_fields(payload)
+        elif payload.get("prompt") in ("", [], [""]):
+            # vLLM refuses an empty prompt only once a stream has begun (a 200, then an error).
+            raise RequestRefused(400, "'prompt' is empty; send the text to continue.")
     except RequestRefused as refused:
         return Edit(refusal=(refused.status, refused.message))
     stream = payload.get("stream") is True

@@ -65,6 +65,9 @@ def parameters_of(payload: dict[str, Any]) -> dict[str, Any]:
 
 def inputs_of(payload: dict[str, Any]) -> list[str]:
     inputs = payload["inputs"]
+    if inputs == "" or (isinstance(inputs, list) and "" in inputs):
+        # vLLM refuses an empty prompt only once a stream has begun (a 200, then an error).
+        raise RequestRefused(400, "'inputs' is empty; send the text to continue.")
     if isinstance(inputs, str):
         return [inputs]
     if isinstance(inputs, list) and inputs and all(isinstance(item, str) for item in inputs):

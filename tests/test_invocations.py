@@ -230,3 +230,11 @@ def test_an_integer_the_engine_cannot_carry_is_400_naming_where(client: httpx.Cl
     # Long digits in a string, and a large integer inside the range, are the engine's to judge.
     fine = {**CHAT, "user": "1" * 40, "seed": 2**62}
     assert client.post(path, json=fine).status_code == 200
+
+
+@pytest.mark.parametrize("prompt", ["", [""], []])
+def test_an_empty_prompt_is_400_streamed_or_not(client: httpx.Client, prompt):
+    # Streamed, vLLM sent 200 and then an error event, and logged a traceback.
+    for stream in (False, True):
+        body = {"prompt": prompt, "max_tokens": 4, "stream": stream}
+        assert_json_error(client.post("/invocations", json=body), 400, "'prompt' is empty")

@@ -45,6 +45,8 @@ def test_unknown_parameters_are_ignored_with_a_log_line(caplog):
         ({"inputs": []}, "'inputs' must be a string"),
         ({"inputs": "x", "parameters": [1]}, "'parameters' must be a JSON object"),
         ({"inputs": ["a", "b"], "stream": True}, "cannot be streamed"),
+        ({"inputs": "", "stream": True}, "'inputs' is empty"),
+        ({"inputs": ["a", ""]}, "'inputs' is empty"),
         # A grammar type that is no name at all (a list, an object) is refused, not a 500.
         ({"inputs": "x", "parameters": {"grammar": {"type": ["json"]}}}, "'parameters.grammar'"),
         ({"inputs": "x", "parameters": {"grammar": {"type": {}}}}, "'parameters.grammar'"),
