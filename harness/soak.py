@@ -92,8 +92,8 @@ async def client_loop(
     fuzzed,
 ) -> None:
     while time.monotonic() < deadline:
-        for kind, path, body in [*WORK, None]:
-            if kind is None:  # a fuzzed body
+        for kind, path, body in [*WORK, ("", "", None)]:
+            if body is None:  # a fuzzed body
                 case = next(fuzzed)
                 kind, path = f"fuzz:{case.kind}", case.path
                 request = {"content": case.body, "headers": {"content-type": case.content_type}}

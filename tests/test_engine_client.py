@@ -10,7 +10,6 @@ import contextlib
 import select
 import socket
 import tempfile
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from serving.engine_client import (
     pool_idle_seconds,
 )
 from serving.settings import load_settings
+from tests.support.scripted_container import accept_in_background
 
 ANSWER = b'{"ok": true}'
 # What the engine does with the n-th request (from 1) on a connection: answer it, or close
@@ -61,19 +61,9 @@ def scripted_engine(script: Script) -> Iterator[tuple[str, list[int]]]:
     listener.bind(str(path))
     listener.listen(8)
     accepted = [0]
-
-    def accept() -> None:
-        while True:
-            try:
-                connection, _ = listener.accept()
-            except OSError:
-                return
-            accepted[0] += 1
-            threading.Thread(
-                target=serve_connection, args=(connection, accepted[0], script), daemon=True
-            ).start()
-
-    threading.Thread(target=accept, daemon=True).start()
+    accept_in_background(
+        listener, lambda connection, number: serve_connection(connection, number, script), accepted
+    )
     try:
         yield str(path), accepted
     finally:

@@ -58,6 +58,19 @@ def scripted_container(script: Script) -> Iterator[tuple[str, list[int]]]:
                 if not request or not script(connection, number, request_number, request):
                     return
 
+    accept_in_background(listener, serve, accepted)
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", accepted
+    finally:
+        listener.close()
+
+
+def accept_in_background(
+    listener: socket.socket, serve: Callable[[socket.socket, int], None], accepted: list[int]
+) -> None:
+    """Each connection to `listener` served by `serve(connection, its number from 1)` in a
+    thread of its own, counted in `accepted[0]`, until the listener is closed."""
+
     def accept() -> None:
         while True:
             try:
@@ -68,10 +81,6 @@ def scripted_container(script: Script) -> Iterator[tuple[str, list[int]]]:
             threading.Thread(target=serve, args=(connection, accepted[0]), daemon=True).start()
 
     threading.Thread(target=accept, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}", accepted
-    finally:
-        listener.close()
 
 
 def ok(body: bytes = b"{}", extra: bytes = b"") -> bytes:
