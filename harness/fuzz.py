@@ -305,15 +305,14 @@ class Outcome:
     text: str
 
 
+def headers_of(case: Case) -> dict[str, bytes]:
+    """The case's Content-Type, as UTF-8 bytes (httpx writes text headers only as ASCII)."""
+    return {"content-type": case.content_type.encode()} if case.content_type else {}
+
+
 async def send(client: httpx.AsyncClient, case: Case) -> Outcome:
-    headers = {"content-type": case.content_type} if case.content_type else {}
     try:
-        # A content type httpx cannot write as text goes as its UTF-8 bytes.
-        answer = await client.post(
-            case.path,
-            content=case.body,
-            headers={name: value.encode() for name, value in headers.items()},
-        )
+        answer = await client.post(case.path, content=case.body, headers=headers_of(case))
         return Outcome(case, answer.status_code, answer.text[:400])
     except httpx.HTTPError as error:
         return Outcome(case, 0, f"{type(error).__name__}: {error}")

@@ -96,7 +96,7 @@ async def client_loop(
             if body is None:  # a fuzzed body
                 case = next(fuzzed)
                 kind, path = f"fuzz:{case.kind}", case.path
-                request = {"content": case.body, "headers": {"content-type": case.content_type}}
+                request = {"content": case.body, "headers": fuzz.headers_of(case)}
             else:
                 request = {"content": json.dumps(body).encode(), "headers": JSON}
             try:

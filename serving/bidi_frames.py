@@ -30,6 +30,7 @@ from typing import Any
 
 from serving.errors import error_body
 from serving.invocations import PAYLOAD_KEYS
+from serving.json_text import json_text
 from serving.tgi import is_tgi
 
 ROUTE = "/invocations-bidirectional-stream"
@@ -111,16 +112,16 @@ def streamed(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _frame(request_id: RequestId | None, kind: str, **fields: Any) -> str:
-    return json.dumps({"id": request_id, "type": kind, **fields}, ensure_ascii=False)
+    return json_text({"id": request_id, "type": kind, **fields})
 
 
 def _spliced(request_id: RequestId, kind: str, data: str) -> str:
     """A frame carrying the engine's JSON object as it wrote it, not parsed and rewritten;
     anything else it sent goes as a string."""
-    head = json.dumps({"id": request_id, "type": kind}, ensure_ascii=False)
+    head = json_text({"id": request_id, "type": kind})
     data = data.strip()
     if not (data.startswith("{") and data.endswith("}")):
-        data = json.dumps(data, ensure_ascii=False)
+        data = json_text(data)
     return head[:-1] + ', "data": ' + data + "}"
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, Counter
 
 from serving import sse
+from serving.json_text import COMPACT, json_bytes
 
 log = logging.getLogger("serving.capture")
 
@@ -173,7 +174,7 @@ class Capture:
         if line is None:
             self.records.labels("skipped").inc()
             return
-        data = json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        data = json_bytes(line, COMPACT) + b"\n"
         try:
             self.output.write(data)
         except OSError as error:

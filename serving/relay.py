@@ -7,7 +7,6 @@ An engine that goes away turns into a JSON error (or an error event mid-stream).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -22,6 +21,7 @@ from serving.capture import MAX_ANSWER_BYTES, Capture, Exchange
 from serving.engine_client import EngineAnswer, EngineClient, EngineError
 from serving.errors import AnswerCut, error_response, sse_error
 from serving.headers import RawHeaders, to_client
+from serving.json_text import json_bytes
 from serving.logs import printable
 from serving.record import RequestRecord, record_of
 from serving.tgi import TgiAnswer, TgiStream, whole_answer
@@ -143,7 +143,7 @@ class Relay:
         if tgi is not None and watcher.answer is not None:
             body = whole_answer(tgi, watcher.answer)
         elif watcher.answer is not None and (tidy := without_null_usage(watcher.answer)):
-            body = json.dumps(tidy, ensure_ascii=False).encode()
+            body = json_bytes(tidy)
         # Clients that read answers line by line (LangChain's SagemakerEndpoint) wait for a
         # newline that vLLM's JSON never ends with.
         body = body if body.endswith(b"\n") else body + b"\n"

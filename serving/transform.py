@@ -26,6 +26,7 @@ from serving import invocations
 from serving.answers import without_null_usage
 from serving.engine_client import EngineError
 from serving.errors import RequestRefused, error_body
+from serving.json_text import json_bytes
 from serving.tgi import whole_answer
 
 JSONLINES_MEDIA_TYPES = {
@@ -186,7 +187,7 @@ async def answer_records(
             return await answer_record(records[index], prepare, send, unavailable)
 
     answers = await asyncio.gather(*(one(index) for index in range(len(records))))
-    return b"".join(json.dumps(answer, ensure_ascii=False).encode() + b"\n" for answer in answers)
+    return b"".join(json_bytes(answer) + b"\n" for answer in answers)
 
 
 def execution_parameters(

@@ -232,3 +232,19 @@ def test_an_agent_session_is_captured_and_exported_as_the_tokens_the_target_serv
     rendered = tokenizer.decode(whole[len(prompt) :])
     assert rendered.startswith(tokenizer.decode(choice["token_ids"])), rendered
     assert second_answer is not None
+
+
+def test_a_lone_surrogate_in_a_request_is_captured_and_the_writer_goes_on(tmp_path: Path):
+    # `"\ud800"` is valid JSON for a str UTF-8 cannot encode: the writer thread died on it,
+    # and nothing was captured after.
+    capture = Capture(tmp_path, 1.0, 1 << 20)
+    capture.start()
+    odd = b'{"messages": [{"role": "user", "content": "a \\ud800 b"}], "max_tokens": 4}'
+    answer = json.dumps({"choices": [{"message": {"content": "ok"}}]}).encode()
+    capture.offer(exchange(answer, request=odd))
+    capture.offer(exchange(answer, request=json.dumps(CHAT).encode()))
+    capture.stop()
+    lines = lines_of(tmp_path)
+    assert len(lines) == 2
+    # The client's escape, read back as the same string.
+    assert lines[0]["request"]["messages"][0]["content"] == "a \ud800 b"
