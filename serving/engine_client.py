@@ -91,6 +91,10 @@ def pool_idle_seconds(environ: Mapping[str, str]) -> float:
     return max(keep_alive, 1) / 2
 
 
+# The pool's idle limit under the engine keep-alive the front sets.
+DEFAULT_IDLE_SECONDS = ENGINE_KEEP_ALIVE_SECONDS / 2
+
+
 async def note_reuse(session, context: SimpleNamespace, params) -> None:
     if context.trace_request_ctx is not None:  # None for the small GETs
         context.trace_request_ctx.reused = True
@@ -105,7 +109,9 @@ def reuse_tracing() -> aiohttp.TraceConfig:
 
 
 class EngineClient:
-    def __init__(self, socket_path: str, max_connections: int, idle_seconds: float = 30.0):
+    def __init__(
+        self, socket_path: str, max_connections: int, idle_seconds: float = DEFAULT_IDLE_SECONDS
+    ):
         self.socket_path = socket_path
         self.max_connections = max_connections
         self.idle_seconds = idle_seconds

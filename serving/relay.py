@@ -18,7 +18,12 @@ from serving import sse
 from serving.answers import AnswerWatcher, with_speculation, without_null_usage
 from serving.bodies import CLIENT_CLOSED
 from serving.capture import MAX_ANSWER_BYTES, Capture, Exchange
-from serving.engine_client import EngineAnswer, EngineClient, EngineError
+from serving.engine_client import (
+    DEFAULT_IDLE_SECONDS,
+    EngineAnswer,
+    EngineClient,
+    EngineError,
+)
 from serving.errors import AnswerCut, error_response, sse_error
 from serving.headers import RawHeaders, to_client
 from serving.json_text import json_bytes
@@ -74,7 +79,7 @@ class Relay:
         self,
         socket_path: str,
         max_connections: int,
-        idle_seconds: float = 30.0,
+        idle_seconds: float = DEFAULT_IDLE_SECONDS,
         capture: Capture | None = None,
     ):
         self.capture = capture
