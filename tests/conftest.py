@@ -19,14 +19,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.host import host_environment
-from harness.paths import QUICK_DEMO_ROOT, RANDOM_DEMO_ROOT
+from harness.host import host_environment, real_dtype
+from harness.paths import QUICK_DEMO_ROOT, RANDOM_DEMO_ROOT, REAL_ROOT
 from image_build.build import CPU_IMAGE, CPU_TRAINING_IMAGE, STANDIN_TRAINING_IMAGE
 from tests.support.containers import (
     CAPTURE_DIR,
     DEMO_ROOT,
     PEAGLE_CONFIG,
     PEAGLE_MAX_CONCURRENT,
+    REAL_CONFIG,
     SCHEDULE_MAX_NUM_SEQS,
     SCHEDULED_CONFIG,
     TRAINED,
@@ -138,6 +139,13 @@ CONFIGURATIONS = {
     "quick": lambda: host_environment(
         OPT_ML_ROOT=str(QUICK_DEMO_ROOT), SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)
     ),
+    # What `make serve` serves: the real pair (SmolLM2-135M-Instruct, its shipped P-EAGLE head)
+    # in the dtype the Makefile picks for this CPU.
+    "real": lambda: host_environment(
+        OPT_ML_ROOT=str(REAL_ROOT),
+        SM_VLLM_DTYPE=real_dtype(),
+        SM_VLLM_SPECULATIVE_CONFIG=json.dumps(REAL_CONFIG),
+    ),
     # P-EAGLE with a K for each batch size, from K=7 alone down to no drafts at 5 or more,
     # in a Batch Transform job's environment (the variables the service sets for one).
     "scheduled": lambda: demo_env(
@@ -185,6 +193,8 @@ def containers(demo_root: Path, request: pytest.FixtureRequest):
     shutil.rmtree(CAPTURE_DIR, ignore_errors=True)
     if "quick" in names:  # `make test` has built it; this only checks its stamp
         build_demo_pair(QUICK_DEMO_ROOT, "--quick")
+    if "real" in names:  # the same: `make test` has built it (make real-model)
+        build_demo_pair(REAL_ROOT, module="model_data_sources.smollm2")
     if config.getoption("--backend") == "docker":
         image = config.getoption("--image")
         started = {
@@ -224,6 +234,11 @@ def asynchronous(containers) -> Container:
 @pytest.fixture(scope="session")
 def quick(containers) -> Container:
     return containers["quick"]
+
+
+@pytest.fixture(scope="session")
+def real(containers) -> Container:
+    return containers["real"]
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@ held-out conversations' prompts, greedy, and its own counters read back. This is
 endpoint will see, measured before the head leaves the job. Each named set of prompts (the
 train channel's, the replay channel's) is measured on its own, in one vLLM process.
 
-    python -m training.acceptance TARGET HEAD K NAME=PROMPTS.jsonl ...
+    python -m training.acceptance TARGET HEAD K [--max-tokens=N] NAME=PROMPTS.jsonl ...
         -> one line on stdout: ACCEPTANCE {"NAME": {...}, ...}
 """
 
@@ -16,10 +16,26 @@ from pathlib import Path
 from typing import Any
 
 from serving.metrics import ACCEPTED, ACCEPTED_PER_POSITION, DRAFTS
+from serving.preflight.vllm_facts import MASK_TOKEN_KEYS
 from training import cpu_shims
 from training.chat_render import Chat, messages_of, tools_of
 
 MAX_TOKENS = 64
+
+
+def speculative_config(head: Path, k: int) -> dict[str, Any]:
+    """How vLLM serves the head at K: P-EAGLE (a speculators `peagle` head, or one whose
+    config names a mask token) with parallel drafting, any other as EAGLE-3."""
+    config = json.loads((head / "config.json").read_text())
+    parallel = config.get("speculators_model_type") == "peagle" or any(
+        config.get(key) is not None for key in MASK_TOKEN_KEYS
+    )
+    return {
+        "model": str(head),
+        "method": "eagle3",
+        "num_speculative_tokens": k,
+        "parallel_drafting": parallel,
+    }
 
 
 def counters(llm: Any) -> tuple[float, float, list[float]]:
@@ -44,7 +60,12 @@ def figures(prompts: int, drafts: float, accepted: float, by_position: list[floa
 
 
 def measure(
-    target: Path, head: Path, k: int, prompt_sets: dict[str, list[Chat]]
+    target: Path,
+    head: Path,
+    k: int,
+    prompt_sets: dict[str, list[Chat]],
+    max_tokens: int = MAX_TOKENS,
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, dict]:
     if cpu_shims.needed():
         cpu_shims.offline_vllm_in_one_process()
@@ -52,16 +73,12 @@ def measure(
 
     llm = LLM(
         model=str(target),
-        speculative_config={
-            "model": str(head),
-            "method": "eagle3",
-            "num_speculative_tokens": k,
-            "parallel_drafting": True,
-        },
+        speculative_config=speculative_config(head, k),
         disable_log_stats=False,  # the counters read back below
         **(cpu_shims.vllm_settings() if cpu_shims.needed() else {}),
+        **(settings or {}),
     )
-    sampling = SamplingParams(temperature=0, max_tokens=MAX_TOKENS)
+    sampling = SamplingParams(temperature=0, max_tokens=max_tokens)
     measured = {}
     before = counters(llm)
     for name, prompts in prompt_sets.items():
@@ -82,12 +99,20 @@ def measure(
 
 def main(argv: list[str]) -> None:
     target, head, k, *sets = argv
+    max_tokens, settings = MAX_TOKENS, {}
+    while sets and sets[0].startswith("--"):
+        name, _, value = sets.pop(0).removeprefix("--").partition("=")
+        if name == "max-tokens":
+            max_tokens = int(value)
+        else:  # an engine setting: --dtype=bfloat16
+            settings[name.replace("-", "_")] = value
     prompt_sets = {}
     for named in sets:
         name, _, path = named.partition("=")
         lines = Path(path).read_text().splitlines()
         prompt_sets[name] = [json.loads(line) for line in lines if line]
-    print("ACCEPTANCE " + json.dumps(measure(Path(target), Path(head), int(k), prompt_sets)))
+    measured = measure(Path(target), Path(head), int(k), prompt_sets, max_tokens, settings)
+    print("ACCEPTANCE " + json.dumps(measured))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from training import keep_start
+from training.acceptance import speculative_config
 from training.chat_render import Chat
 from training.contract import (
     HEAD_CONFIG,
@@ -56,13 +57,23 @@ def copy_head(source: Path, destination: Path) -> None:
         shutil.copy2(source / name, destination / name)
 
 
+EMBEDDINGS = "embed_tokens.weight"
+
+
 def export_head(checkpoint: Path, head: Path, verifier: str) -> dict[str, Any]:
     """The head as vLLM loads it: config.json (verifier made portable) and the weights; the
-    checkpoint's validation figures."""
+    checkpoint's validation figures. A head trained with the target's embeddings frozen
+    ships without them: vLLM shares the target's with a head that has none."""
     copy_head(checkpoint, head)
     config = json.loads((head / HEAD_CONFIG).read_text())
     config["speculators_config"]["verifier"]["name_or_path"] = verifier
     (head / HEAD_CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+    if config.get("embed_requires_grad") is False:
+        from safetensors.torch import load_file, save_file
+
+        weights = load_file(head / HEAD_WEIGHTS)
+        if weights.pop(EMBEDDINGS, None) is not None:
+            save_file(weights, str(head / HEAD_WEIGHTS), {"format": "pt"})
     metrics_file = checkpoint / "val_metrics.json"
     return json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
 
@@ -80,7 +91,12 @@ def held_out_prompts(conversations: list[Chat], count: int) -> Prompts:
 
 
 def measure_acceptance(
-    target: Path, head: Path, k: int, prompt_sets: dict[str, Prompts], work: Path
+    target: Path,
+    head: Path,
+    k: int,
+    prompt_sets: dict[str, Prompts],
+    work: Path,
+    options: tuple[str, ...] = (),
 ) -> dict[str, dict[str, Any]]:
     """vLLM drafting with the head on each set of prompts (acceptance.py): set -> figures.
     Empty sets are left out; with none left, nothing runs."""
@@ -94,7 +110,8 @@ def measure_acceptance(
         path = folder / f"{name}.jsonl"
         path.write_text("".join(json.dumps(prompt) + "\n" for prompt in prompts))
         named.append(f"{name}={path}")
-    argv = [sys.executable, "-m", "training.acceptance", str(target), str(head), str(k), *named]
+    argv = [sys.executable, "-m", "training.acceptance", str(target), str(head), str(k)]
+    argv += [*options, *named]  # options: --max-tokens=N, engine settings (--dtype=D)
     log(f"held-out acceptance: {' '.join(argv)}")
     finished = subprocess.run(argv, check=False, capture_output=True, text=True)
     lines = [line for line in finished.stdout.splitlines() if line.startswith("ACCEPTANCE ")]
@@ -107,7 +124,8 @@ def measure_acceptance(
 def check_head(target: Path, head: Path, k: int) -> None:
     from serving.preflight.pair import speculation_problems
 
-    config = {"method": "eagle3", "num_speculative_tokens": k, "parallel_drafting": True}
+    config = speculative_config(head, k)
+    config.pop("model")
     problems = speculation_problems(target, head, config, {})
     if problems:
         raise RuntimeError(

@@ -92,6 +92,17 @@ class Hyperparameters:
     # channel's stays within this share of the start head's.
     replay_max_loss: float = 0.05
     seed: int = 0
+    # peagle: all K drafted in one pass (parallel drafting); eagle3: one pass per draft token,
+    # trained over num_speculative_tokens unrolled steps. Both are served as `eagle3`.
+    speculator_type: str = "peagle"
+    # > 0: the head predicts only the training answers' most frequent tokens (speculators'
+    # --draft-vocab-size): a smaller output layer, cheaper to train and to draft with. A token
+    # outside it is never drafted. 0: the target's whole vocabulary.
+    draft_vocab_size: int = 0
+    # train: the head learns its own input embeddings and ships them (speculators' P-EAGLE
+    # default); target: it drafts with the target's, frozen, and ships none (vLLM shares
+    # the target's), which keeps a head of a large-vocabulary target small.
+    embeddings: str = "train"
 
     LIMITS = {
         "num_speculative_tokens": (1, 32),
@@ -105,8 +116,13 @@ class Hyperparameters:
         "keep_start_head": (0.0, 0.95),
         "replay_max_loss": (0.0, 1.0),
         "seed": (0, 2**31 - 1),
+        "draft_vocab_size": (0, 1 << 20),
     }
-    CHOICES = {"loss": ("kl_div", "rkl", "jsd", "ce", "tv", "nla", "lk_hybrid")}
+    CHOICES = {
+        "loss": ("kl_div", "rkl", "jsd", "ce", "tv", "nla", "lk_hybrid"),
+        "speculator_type": ("peagle", "eagle3"),
+        "embeddings": ("train", "target"),
+    }
 
     @classmethod
     def parse(cls, given: dict[str, object]) -> Hyperparameters:

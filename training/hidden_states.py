@@ -21,18 +21,24 @@ def aux_layer_ids(num_layers: int) -> list[int]:
     return [1, num_layers // 2, num_layers - 1]
 
 
-def extract(target_dir: Path, data_dir: Path, out_dir: Path, aux_ids: list[int]) -> int:
+def extract(
+    target_dir: Path, data_dir: Path, out_dir: Path, aux_ids: list[int], dtype: str | None = None
+) -> int:
     """Files for every row of the prepared dataset at `data_dir`, the auxiliary layers
-    `aux_ids` then the last one (the trainer's target logits); how many."""
+    `aux_ids` then the last one (the trainer's target logits); how many. On a CPU the target
+    computes in float32 unless `dtype` says otherwise. A row whose file is there already is
+    kept: an interrupted extraction goes on where it stopped."""
     import torch
     from datasets import load_from_disk
     from safetensors.torch import save_file
+    from tqdm import tqdm
     from transformers import AutoModelForCausalLM
 
     if torch.cuda.is_available():  # the target in its own dtype, on the first GPU
         model = AutoModelForCausalLM.from_pretrained(target_dir, dtype="auto").to("cuda")
     else:
-        model = AutoModelForCausalLM.from_pretrained(target_dir, dtype=torch.float32)
+        cpu_dtype = getattr(torch, dtype) if dtype else torch.float32
+        model = AutoModelForCausalLM.from_pretrained(target_dir, dtype=cpu_dtype)
     model.eval()
     device = model.get_input_embeddings().weight.device
     ids = [*aux_ids, model.config.num_hidden_layers]
@@ -49,15 +55,17 @@ def extract(target_dir: Path, data_dir: Path, out_dir: Path, aux_ids: list[int])
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
         with torch.no_grad():
-            for index in range(len(rows)):
+            for index in tqdm(range(len(rows)), desc="hidden states", unit="row"):
+                out = out_dir / f"hs_{index}.safetensors"
+                if out.is_file():
+                    continue
                 tokens = torch.as_tensor(rows[index]["input_ids"], dtype=torch.long)
                 captured.clear()
                 model.model(input_ids=tokens[None].to(device))  # the decoder only: no lm_head
                 states = torch.stack([captured[k].cpu() for k in ids], dim=1).contiguous()
-                save_file(
-                    {"hidden_states": states, "token_ids": tokens.contiguous()},
-                    str(out_dir / f"hs_{index}.safetensors"),
-                )
+                partial = out.with_suffix(".partial")
+                save_file({"hidden_states": states, "token_ids": tokens.contiguous()}, str(partial))
+                partial.rename(out)
     finally:
         for hook in hooks:
             hook.remove()

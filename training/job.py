@@ -73,21 +73,27 @@ def train_argv(
     start_from: Path | None,
     hp: Hyperparameters,
 ) -> list[str]:
+    # P-EAGLE learns K parallel depths; EAGLE-3 is unrolled over K steps of its own drafts.
+    depth_flag = "--num-depths" if hp.speculator_type == "peagle" else "--ttt-steps"
     argv = [
         sys.executable, "-m", "training.speculators_train",
-        "--speculator-type", "peagle",
+        "--speculator-type", hp.speculator_type,
         "--verifier-name-or-path", str(target),
         "--data-path", str(data_dir),
         "--save-path", str(save_dir),
         "--epochs", str(hp.epochs),
         "--lr", str(hp.learning_rate),
-        "--num-depths", str(hp.num_speculative_tokens),
+        depth_flag, str(hp.num_speculative_tokens),
         "--total-seq-len", str(hp.max_length),
         "--seed", str(hp.seed),
         "--loss-fn", hp.loss,
         # The same layers hidden_states.py wrote (speculators' default fails below 8 layers).
         "--target-layer-ids", *[str(i) for i in aux_ids],
     ]  # fmt: skip
+    if hp.draft_vocab_size:
+        argv += ["--draft-vocab-size", str(hp.draft_vocab_size)]
+    if hp.embeddings == "target":
+        argv += ["--no-embed-requires-grad"]
     if start_from is not None:
         argv += ["--from-pretrained", str(start_from)]
     else:

@@ -35,13 +35,16 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def server_argv(target: Path, port: int) -> list[str]:
+def server_argv(target: Path, port: int, dtype: str | None = None) -> list[str]:
     argv = [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server",
         "--model", str(target), "--host", "127.0.0.1", "--port", str(port),
     ]  # fmt: skip
     if cpu_shims.needed():
-        for name, value in cpu_shims.vllm_settings().items():
+        settings = cpu_shims.vllm_settings()
+        if dtype:
+            settings["dtype"] = dtype
+        for name, value in settings.items():
             flag = "--" + name.replace("_", "-")
             argv += [flag] if value is True else [flag, str(value)]
     return argv
@@ -56,12 +59,12 @@ def healthy(url: str) -> bool:
 
 
 @contextlib.contextmanager
-def vllm_server(target: Path, log: Path) -> Iterator[str]:
+def vllm_server(target: Path, log: Path, dtype: str | None = None) -> Iterator[str]:
     """vLLM's OpenAI server for `target` on a free loopback port; its chat URL."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with log.open("w") as output:
-        server = subprocess.Popen(server_argv(target, port), stdout=output, stderr=output)
+        server = subprocess.Popen(server_argv(target, port, dtype), stdout=output, stderr=output)
     try:
         deadline = time.monotonic() + SERVER_START_SECONDS
         while not healthy(url):
@@ -88,30 +91,63 @@ def regenerate(
     work: Path,
     max_tokens: int,
     max_length: int,
+    resume: bool = False,
+    dtype: str | None = None,
 ) -> list[Row]:
-    """The conversations' user turns answered again by the target, greedy, as rows."""
+    """The conversations' user turns answered again by the target, greedy, as rows. With
+    `resume`, answers already in `work` are kept and only the others are asked for (the
+    conversations must be the same)."""
+    answered = answers(target, conversations, work, max_tokens, max_length, resume, dtype)
+    return [row for _, row in answered]
+
+
+def answers(
+    target: Path,
+    conversations: list[Chat],
+    work: Path,
+    max_tokens: int,
+    max_length: int,
+    resume: bool = False,
+    dtype: str | None = None,
+) -> list[tuple[int, Row]]:
+    """regenerate's rows, each with the index of its conversation."""
     work.mkdir(parents=True, exist_ok=True)
     given = work / "conversations.jsonl"
     lines = [json.dumps(chat) + "\n" for chat in conversations]
-    given.write_text("".join(lines))
     answered = work / "regenerated.jsonl"
-    answered.unlink(missing_ok=True)
-    with vllm_server(target, work / "vllm.log") as endpoint:
-        run_step(
-            [
-                sys.executable, "-m", "speculators", "regenerate-responses",
-                "--endpoint", endpoint, "--model", str(target),
-                "--dataset", str(given), "--outfile", str(answered),
-                "--max-tokens", str(max_tokens),
-                "--sampling-params", json.dumps({"temperature": 0}),
-                "--concurrency", "8",
-            ],
-            "regenerate-responses",
-        )  # fmt: skip
+    if not (resume and given.is_file() and given.read_text() == "".join(lines)):
+        answered.unlink(missing_ok=True)
+    given.write_text("".join(lines))
+    if not (resume and len(indices(answered)) == len(conversations)):
+        with vllm_server(target, work / "vllm.log", dtype) as endpoint:
+            ask(endpoint, target, given, answered, max_tokens)
     rows = []
     for line in answered.read_text().splitlines() if answered.is_file() else []:
         record = json.loads(line)
         ids, mask = record["input_ids"][:max_length], record["loss_mask"][:max_length]
         if any(mask):
-            rows.append(Row(ids, mask))
+            rows.append((int(record["metadata"]["idx"]), Row(ids, mask)))
     return rows
+
+
+def indices(answered: Path) -> set[int]:
+    """The conversations the file already answers."""
+    if not answered.is_file():
+        return set()
+    lines = answered.read_text().splitlines()
+    return {int(json.loads(line)["metadata"]["idx"]) for line in lines if line.strip()}
+
+
+def ask(endpoint: str, target: Path, given: Path, answered: Path, max_tokens: int) -> None:
+    """speculators' regenerate-responses; it skips the conversations `answered` holds."""
+    run_step(
+        [
+            sys.executable, "-m", "speculators", "regenerate-responses",
+            "--endpoint", endpoint, "--model", str(target),
+            "--dataset", str(given), "--outfile", str(answered),
+            "--max-tokens", str(max_tokens),
+            "--sampling-params", json.dumps({"temperature": 0}),
+            "--concurrency", "8",
+        ],
+        "regenerate-responses",
+    )  # fmt: skip

