@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.host import DEMO_DTYPE, HostContainer, host_environment
+from harness.host import HostContainer, host_environment, served_dtype
 from harness.paths import default_opt_ml_root
 from serving.variables import BATCH_SCHEDULE_KEY
 
@@ -114,14 +114,15 @@ def default_configuration(drafter: Path) -> str:
     return DEMO_SCHEDULE if depth is not None and depth >= largest else FIXED_DEFAULT
 
 
-def local_engine_settings() -> dict[str, str]:
+def local_engine_settings(opt_ml_root: Path | None = None) -> dict[str, str]:
     """The KV cache size, max model length and dtype of the benchmark's local engines: this
     shell's VLLM_CPU_KVCACHE_SPACE, SM_VLLM_MAX_MODEL_LEN and SM_VLLM_DTYPE when set, else
-    the demo's."""
+    the demo's (the dtype the tree's target is served in on this CPU)."""
+    root = opt_ml_root or default_opt_ml_root()
     return {
         "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
         "SM_VLLM_MAX_MODEL_LEN": os.environ.get("SM_VLLM_MAX_MODEL_LEN", "2048"),
-        "SM_VLLM_DTYPE": os.environ.get("SM_VLLM_DTYPE", DEMO_DTYPE),
+        "SM_VLLM_DTYPE": os.environ.get("SM_VLLM_DTYPE") or served_dtype(root),
     }
 
 
@@ -141,7 +142,10 @@ class LocalContainer(HostContainer):
     ):
         self.configuration = configuration
         self.opt_ml_root = opt_ml_root or default_opt_ml_root()
-        settings = {"OPT_ML_ROOT": str(self.opt_ml_root), **local_engine_settings()}
+        settings = {
+            "OPT_ML_ROOT": str(self.opt_ml_root),
+            **local_engine_settings(self.opt_ml_root),
+        }
         speculative = configuration.speculative_config()
         if speculative is not None:
             settings["SM_VLLM_SPECULATIVE_CONFIG"] = json.dumps(speculative)

@@ -49,7 +49,7 @@ def engine_kwargs(
     configuration: Configuration, opt_ml_root: Path, max_num_seqs: int, enforce_eager: bool
 ) -> dict[str, Any]:
     """The `LLM` arguments for one configuration, as the container serves it on the CPU."""
-    settings = local_engine_settings()
+    settings = local_engine_settings(opt_ml_root)
     kwargs: dict[str, Any] = {
         "model": str(paths.model_dir(opt_ml_root)),
         "dtype": settings["SM_VLLM_DTYPE"],

@@ -4,6 +4,7 @@ the image, a process group of its own (the front, and vLLM under it)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -20,18 +21,29 @@ if TYPE_CHECKING:
 
 # Container settings of the calling shell must not leak into a configuration under test.
 CONTAINER_PREFIXES = ("SM_", "SAGEMAKER_", "SERVING_", "OPT_ML_ROOT", "HF_MODEL_ID")
-# The demo pairs are float32; the CPU build would cast them to bfloat16, which CPUs without
+# The toy pairs are float32; the CPU build would cast them to bfloat16, which CPUs without
 # bf16 instructions emulate slowly. The Makefile's DEMO_ENV and the compose file say the same.
 DEMO_DTYPE = "float32"
 
 
-def real_dtype() -> str:
-    """The real pair's: bfloat16 (as stored) where the CPU computes in it natively, else
-    float32. The Makefile's SERVED_DTYPE says the same."""
+def native_bf16() -> bool:
+    """Whether this CPU computes in bfloat16 natively (AVX512-BF16 or AMX)."""
     flags = ""
     with contextlib.suppress(OSError):
         flags = Path("/proc/cpuinfo").read_text()
-    return "bfloat16" if {"avx512_bf16", "amx_bf16"} & set(flags.split()) else "float32"
+    return bool({"avx512_bf16", "amx_bf16"} & set(flags.split()))
+
+
+def served_dtype(opt_ml_root: Path) -> str:
+    """The dtype a tree's target is served in here: the one it is stored in (the toys'
+    float32, the real pair's bfloat16), but float32 for bfloat16 on a CPU that would emulate
+    it. The Makefile's SERVED_DTYPE says the same."""
+    try:
+        config = json.loads((opt_ml_root / "model" / "config.json").read_text())
+    except (OSError, ValueError):
+        return DEMO_DTYPE
+    stored = config.get("dtype") or config.get("torch_dtype") or DEMO_DTYPE
+    return "bfloat16" if stored == "bfloat16" and native_bf16() else DEMO_DTYPE
 
 
 def host_environment(enforce_eager: bool = True, **settings: str) -> dict[str, str]:
@@ -40,12 +52,13 @@ def host_environment(enforce_eager: bool = True, **settings: str) -> dict[str, s
     env = {
         key: value for key, value in os.environ.items() if not key.startswith(CONTAINER_PREFIXES)
     }
+    root = settings.get("OPT_ML_ROOT")
     env.update(
         PYTHON=sys.executable,
         # GiB; the CPU build would otherwise reserve most of the machine for its KV cache.
         VLLM_CPU_KVCACHE_SPACE="1",
         SM_VLLM_MAX_MODEL_LEN="2048",
-        SM_VLLM_DTYPE=DEMO_DTYPE,
+        SM_VLLM_DTYPE=served_dtype(Path(root)) if root else DEMO_DTYPE,
     )
     if enforce_eager:
         # Skips torch.compile: a cold start takes ~40 s instead of ~100 s on two cores.

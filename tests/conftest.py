@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.host import host_environment, real_dtype
+from harness.host import host_environment
 from harness.paths import QUICK_DEMO_ROOT, RANDOM_DEMO_ROOT, REAL_ROOT
 from image_build.build import CPU_IMAGE, CPU_TRAINING_IMAGE, STANDIN_TRAINING_IMAGE
 from tests.support.containers import (
@@ -140,11 +140,9 @@ CONFIGURATIONS = {
         OPT_ML_ROOT=str(QUICK_DEMO_ROOT), SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG)
     ),
     # What `make serve` serves: the real pair (SmolLM2-135M-Instruct, its shipped P-EAGLE head)
-    # in the dtype the Makefile picks for this CPU.
+    # in the dtype host_environment picks for this CPU, as the Makefile does.
     "real": lambda: host_environment(
-        OPT_ML_ROOT=str(REAL_ROOT),
-        SM_VLLM_DTYPE=real_dtype(),
-        SM_VLLM_SPECULATIVE_CONFIG=json.dumps(REAL_CONFIG),
+        OPT_ML_ROOT=str(REAL_ROOT), SM_VLLM_SPECULATIVE_CONFIG=json.dumps(REAL_CONFIG)
     ),
     # P-EAGLE with a K for each batch size, from K=7 alone down to no drafts at 5 or more,
     # in a Batch Transform job's environment (the variables the service sets for one).

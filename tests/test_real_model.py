@@ -23,7 +23,7 @@ README_CURL = {
 COMMON_WORDS = {"the", "a", "of", "and", "is", "that", "to", "in", "it", "as", "on", "from"}
 HELD_OUT_CHATS = 12
 MAX_TOKENS = 64
-# The recorded figure is vLLM's offline run over every held-out chat prompt, 128 tokens each;
+# The recorded figure is vLLM's offline run over every held-out chat prompt, 96 tokens each;
 # this drafts fewer prompts and shorter answers through the container.
 RECORDED_SHARE = 0.8
 JSON_PROBES = [

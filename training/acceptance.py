@@ -75,8 +75,7 @@ def measure(
         model=str(target),
         speculative_config=speculative_config(head, k),
         disable_log_stats=False,  # the counters read back below
-        **(cpu_shims.vllm_settings() if cpu_shims.needed() else {}),
-        **(settings or {}),
+        **{**(cpu_shims.vllm_settings() if cpu_shims.needed() else {}), **(settings or {})},
     )
     sampling = SamplingParams(temperature=0, max_tokens=max_tokens)
     measured = {}

@@ -33,7 +33,7 @@ SPLIT_SEED = 0
 MAX_ANSWER_TOKENS = 256
 MAX_LENGTH = 1024  # tokens per packed training sequence
 # Tokens of each held-out answer vLLM drafts while measuring a head.
-MEASURE_TOKENS = 128
+MEASURE_TOKENS = 96
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Head:
 
 
 HEADS = (
-    Head("eagle", "peagle", 8, (3, 5, 7)),
+    Head("eagle", "peagle", 8, (5, 7)),
     Head("eagle3", "eagle3", 4, (3,)),
 )
 
@@ -59,7 +59,7 @@ def hyperparameters(head: Head):
         speculator_type=head.speculator_type,
         num_speculative_tokens=head.k,
         num_layers=1,
-        epochs=4,
+        epochs=3,
         learning_rate=2e-3,
         max_length=MAX_LENGTH,
         draft_vocab_size=8192,
@@ -107,10 +107,12 @@ def split() -> Split:
     return Split(conversations, held_out)
 
 
-def answer_all(target: Path, data: Split, work: Path) -> dict[int, Any]:
+def answer_all(target: Path, data: Split, work: Path) -> list[tuple[int, Any]]:
+    """Every conversation answered by the target: (its index, a row) for each answer (a
+    multi-turn conversation has one row per answer)."""
     from training.regenerate import answers
 
-    rows = answers(
+    return answers(
         target,
         data.conversations,
         work / "regenerate",
@@ -119,7 +121,6 @@ def answer_all(target: Path, data: Split, work: Path) -> dict[int, Any]:
         resume=True,
         dtype=dtype(),
     )
-    return dict(rows)
 
 
 def prepare(target: Path, rows: list[Any], work: Path) -> Path:
@@ -219,7 +220,8 @@ def run(target: Path, work: Path) -> dict[str, Any]:
     log(f"answers: {len(data.conversations)} conversations ({len(data.held_out)} held out)")
     answered = answer_all(target, data, work)
     lap("answers", clock)
-    train_rows = [answered[i] for i in data.train if i in answered]
+    learn_from = set(data.train)
+    train_rows = [row for index, row in answered if index in learn_from]
     clock = time.monotonic()
     data_dir = prepare(target, train_rows, work)
     config = json.loads((target / "config.json").read_text())
@@ -248,7 +250,7 @@ def run(target: Path, work: Path) -> dict[str, Any]:
     return report
 
 
-def data_manifest(data: Split, answered: dict[int, Any], train_rows: list[Any]) -> dict:
+def data_manifest(data: Split, answered: list[tuple[int, Any]], train_rows: list[Any]) -> dict:
     import hashlib
 
     kinds: dict[str, dict[str, int]] = {}
@@ -262,7 +264,7 @@ def data_manifest(data: Split, answered: dict[int, Any], train_rows: list[Any]) 
         "sha256": hashlib.sha256(text.encode()).hexdigest(),
         "train_rows": len(train_rows),
         "answer_tokens": sum(sum(row.loss_mask) for row in train_rows),
-        "answered": len(answered),
+        "answered": len({index for index, _ in answered}),
     }
 
 
