@@ -17,6 +17,7 @@ from harness.paths import REPO_ROOT
 from tests.support.training_jobs import code_chats, job_tree
 from training.contract import ContractError, Hyperparameters
 from training.hidden_states import aux_layer_ids
+from training.job import train_argv
 
 
 def test_hyperparameters_are_read_as_sagemaker_writes_them() -> None:
@@ -128,3 +129,43 @@ def test_the_job_writes_the_head_vllm_drafts_best_with(tmp_path) -> None:
     # No start head, no replay channel: nothing to guard.
     assert report["start_head"] is report["replay"] is report["replay_guard"] is None
     assert not (root / "output" / "failure").exists()
+
+
+def test_an_eagle3_job_trains_over_its_k_steps_with_the_draft_vocabulary_asked_for() -> None:
+    hp = Hyperparameters.parse(
+        {"speculator_type": "eagle3", "num_speculative_tokens": "4", "draft_vocab_size": "256"}
+    )
+    argv = train_argv(Path("target"), [1, 2, 3], Path("data"), Path("save"), None, hp)
+    assert argv[argv.index("--speculator-type") + 1] == "eagle3"
+    assert argv[argv.index("--ttt-steps") + 1] == "4" and "--num-depths" not in argv
+    assert argv[argv.index("--draft-vocab-size") + 1] == "256"
+    assert "--no-embed-requires-grad" not in argv  # embeddings: train, the default
+
+
+def test_a_peagle_head_on_the_targets_embeddings_ships_without_them_and_drafts(tmp_path) -> None:
+    """embeddings=target: speculators' P-EAGLE would train its own copy regardless
+    (training/peagle_embeddings.py); the head written has none, and vLLM drafts with it on
+    the target's."""
+    from safetensors import safe_open
+
+    hyperparameters = {
+        "epochs": "1",
+        "num_speculative_tokens": "4",
+        "held_out_prompts": "8",
+        "embeddings": "target",
+        "draft_vocab_size": "512",
+    }
+    root = job_tree(tmp_path, code_chats(80), hyperparameters)
+
+    job = train(root)
+
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    head = root / "model"
+    config = json.loads((head / "config.json").read_text())
+    assert config["embed_requires_grad"] is False and config["draft_vocab_size"] == 512
+    with safe_open(head / "model.safetensors", "pt") as weights:
+        names = set(weights.keys())
+        assert weights.get_slice("lm_head.weight").get_shape()[0] == 512
+    assert "embed_tokens.weight" not in names and {"d2t", "t2d", "mask_hidden"} <= names
+    report = json.loads((head / "training-report.json").read_text())
+    assert report["held_out"]["mean_acceptance_length"] > 1.0
