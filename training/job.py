@@ -59,6 +59,8 @@ def prepare_data(target: Path, rows_file: Path, data_dir: Path, max_length: int)
             "--output", str(data_dir),
             "--seq-length", str(max_length),
             "--num-preprocessing-workers", "1",
+            # The token frequencies a draft vocabulary (draft_vocab_size) is chosen from.
+            "--no-skip-token-freq",
             "--overwrite",
         ],
         "prepare-data",
