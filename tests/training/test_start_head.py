@@ -129,7 +129,8 @@ def test_the_job_continues_the_head_keeps_the_share_asked_for_and_guards_replay(
     # The start head drafted with the target's embeddings; the job kept them frozen
     # (training/peagle_embeddings.py) and the written head leaves them out: vLLM shares the
     # target's.
-    assert torch.equal(trained["embed_tokens.weight"], start["embed_tokens.weight"])
+    embeddings = trained["embed_tokens.weight"]
+    assert torch.equal(embeddings, start["embed_tokens.weight"].to(embeddings.dtype))
     assert "embed_tokens.weight" not in written
     for name in trained:
         if name == "embed_tokens.weight":
