@@ -168,9 +168,10 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
         raise rows.no_rows(train_dir)
     learn_from = split.train + replay.train
     if hp.regenerate_max_tokens:
-        train_rows = regenerate.regenerate(
+        answered = regenerate.answers(
             target, learn_from, work / "regenerate", hp.regenerate_max_tokens, hp.max_length
         )
+        train_rows = [row for _, row in answered]
     else:
         tokenizer = AutoTokenizer.from_pretrained(target)
         train_rows = rows.tokenized(tokenizer, learn_from, hp.max_length)

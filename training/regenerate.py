@@ -85,22 +85,6 @@ def vllm_server(target: Path, log: Path, dtype: str | None = None) -> Iterator[s
             server.wait()
 
 
-def regenerate(
-    target: Path,
-    conversations: list[Chat],
-    work: Path,
-    max_tokens: int,
-    max_length: int,
-    resume: bool = False,
-    dtype: str | None = None,
-) -> list[Row]:
-    """The conversations' user turns answered again by the target, greedy, as rows. With
-    `resume`, answers already in `work` are kept and only the others are asked for (the
-    conversations must be the same)."""
-    answered = answers(target, conversations, work, max_tokens, max_length, resume, dtype)
-    return [row for _, row in answered]
-
-
 def answers(
     target: Path,
     conversations: list[Chat],
@@ -110,7 +94,9 @@ def answers(
     resume: bool = False,
     dtype: str | None = None,
 ) -> list[tuple[int, Row]]:
-    """regenerate's rows, each with the index of its conversation."""
+    """The conversations' user turns answered again by the target, greedy: a row for each
+    answer, with the index of its conversation. With `resume`, answers already in `work` are
+    kept and only the others are asked for (the conversations must be the same)."""
     work.mkdir(parents=True, exist_ok=True)
     given = work / "conversations.jsonl"
     lines = [json.dumps(chat) + "\n" for chat in conversations]
