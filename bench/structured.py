@@ -5,6 +5,10 @@ strict `response_format` json_schema (the tool's parameters; the heads learned s
 under the same grammar, model_data_sources/grammar.py). Every answer is bound by a grammar, so
 drafts the grammar forbids are rejected: the workload shows what that does to acceptance.
 
+The `json` workload is its answers without tools, for a target whose template writes no tool
+calls (the real pair: the container refuses tools for it): the same JSON questions, in turn
+under the strict json_schema and under `json_object`.
+
 Answers end where the grammar or the model ends them (no ignore_eos: past the end of a
 structure the grammar allows nothing but EOS), so the runs are compared on the same greedy
 answers, not on a fixed length.
@@ -35,6 +39,16 @@ def structured_payloads(num_prompts: int | None = None) -> list[dict[str, Any]]:
         else:
             payloads.append({"messages": messages, "tools": tools, "tool_choice": kind})
     return payloads
+
+
+def json_payloads(num_prompts: int | None = None) -> list[dict[str, Any]]:
+    from model_data_sources.tool_use import json_questions
+
+    formats = (json_schema_format, lambda schema: {"type": "json_object"})
+    return [
+        {"messages": messages, "response_format": formats[index % len(formats)](schema)}
+        for index, (messages, schema) in enumerate(json_questions(SEED, num_prompts or COUNT))
+    ]
 
 
 def json_schema_format(schema: dict) -> dict:

@@ -249,7 +249,7 @@ def test_tool_calls_are_part_of_an_answers_text_streamed_or_whole():
     assert json_result(200, body, 0.0, 0.5).text == 'get_time{"city": "Lima"}'
 
 
-@pytest.mark.parametrize("workload", ["structured", "agent"])
+@pytest.mark.parametrize("workload", ["structured", "json", "agent"])
 def test_the_structured_workload_is_answered_whole_and_ended_by_its_grammars(
     peagle, tmp_path, workload
 ):

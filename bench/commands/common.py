@@ -84,10 +84,11 @@ def add_prompt_args(parser: argparse.ArgumentParser, max_tokens: int = 128) -> N
     group.add_argument("--prompts", type=Path, help="JSONL of chat payloads (default: HumanEval)")
     group.add_argument(
         "--workload",
-        choices=["humaneval", "structured", "agent"],
+        choices=["humaneval", "structured", "json", "agent"],
         default="humaneval",
         help="humaneval (default); structured: tool calls (auto, required) and JSON-schema "
-        "answers, each ended by its grammar (bench/structured.py); agent: multi-turn agent "
+        "answers, each ended by its grammar (bench/structured.py); json: its JSON questions "
+        "alone, under json_schema and json_object, for a target without tool calls; agent: multi-turn agent "
         "sessions with tools replayed turn by turn, the call, its result, the answer "
         "(bench/agent.py)",
     )
@@ -227,7 +228,7 @@ def serving_target(args: argparse.Namespace) -> Iterator[tuple[str | None, Conta
 
 def structured(args: argparse.Namespace) -> bool:
     """A workload of grammar-bound answers (tool calls, JSON), each ending where it ends."""
-    return getattr(args, "workload", "humaneval") in ("structured", "agent")
+    return getattr(args, "workload", "humaneval") in ("structured", "json", "agent")
 
 
 def payloads_of(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -238,6 +239,10 @@ def payloads_of(args: argparse.Namespace) -> list[dict[str, Any]]:
         from bench.structured import structured_payloads
 
         return structured_payloads(args.num_prompts)
+    if workload == "json":
+        from bench.structured import json_payloads
+
+        return json_payloads(args.num_prompts)
     if workload == "agent":
         from bench.agent import agent_payloads
 
