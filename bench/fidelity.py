@@ -116,12 +116,6 @@ def json_probes(count: int) -> list[tuple[list[dict], dict]]:
     return json_questions(SEED, count)
 
 
-def response_format(kind: str, schema: dict) -> dict:
-    from bench.structured import json_schema_format
-
-    return {"type": "json_object"} if kind == "json_object" else json_schema_format(schema)
-
-
 def envelope(tool: dict) -> dict:
     """A call of `tool` as the target writes it: {"name": ..., "arguments": {...}}."""
     function = tool["function"]
@@ -233,6 +227,7 @@ class Prober:
 
     def measure_json(self, count: int, tallies: dict[str, Tally]) -> None:
         """JSON questions, free and under a response_format."""
+        from bench.structured import response_format
         from training.chat_render import render_ids
 
         for messages, schema in json_probes(count):

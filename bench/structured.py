@@ -44,11 +44,16 @@ def structured_payloads(num_prompts: int | None = None) -> list[dict[str, Any]]:
 def json_payloads(num_prompts: int | None = None) -> list[dict[str, Any]]:
     from model_data_sources.tool_use import json_questions
 
-    formats = (json_schema_format, lambda schema: {"type": "json_object"})
+    kinds = ("json_schema", "json_object")
     return [
-        {"messages": messages, "response_format": formats[index % len(formats)](schema)}
+        {"messages": messages, "response_format": response_format(kinds[index % 2], schema)}
         for index, (messages, schema) in enumerate(json_questions(SEED, num_prompts or COUNT))
     ]
+
+
+def response_format(kind: str, schema: dict) -> dict:
+    """`json_object`, or else the strict json_schema of `schema`."""
+    return {"type": "json_object"} if kind == "json_object" else json_schema_format(schema)
 
 
 def json_schema_format(schema: dict) -> dict:

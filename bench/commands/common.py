@@ -90,8 +90,7 @@ def add_prompt_args(parser: argparse.ArgumentParser, max_tokens: int = 128) -> N
         "answers, each ended by its grammar (bench/structured.py); json: its JSON questions "
         "alone, under json_schema and json_object, for a target without tool calls; agent: "
         "multi-turn agent sessions with tools replayed turn by turn, the call, its result, "
-        "the answer "
-        "(bench/agent.py)",
+        "the answer (bench/agent.py)",
     )
     group.add_argument("--num-prompts", type=int, help="use only the first N prompts")
     group.add_argument(
