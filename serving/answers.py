@@ -1,5 +1,5 @@
-"""What the front reads off the engine's answers: the completion's token count, and the
-request's own speculation (vLLM's per-request acceptance), for the access log and for
+"""What the front reads off the engine's answers: the usage (the completion's token count),
+and the request's own speculation (vLLM's per-request acceptance), for the access log and for
 response headers a client reads without parsing the body.
 
 A JSON answer carries both at its end. A stream carries them in its final usage chunk,
@@ -111,6 +111,7 @@ class AnswerWatcher:
         self.too_large = False  # a JSON answer past MAX_BUFFER is not read at all
         self.events = sse.EventSplitter(max_pending=self.MAX_BUFFER)
         self.answer: dict | None = None
+        self.usage: dict | None = None
         self.completion_tokens: int | None = None
         self.speculation: Speculation | None = None
 
@@ -145,6 +146,8 @@ class AnswerWatcher:
 
     def _take(self, answer: dict) -> None:
         usage = answer.get("usage")
-        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-            self.completion_tokens = usage["completion_tokens"]
+        if isinstance(usage, dict):
+            self.usage = usage
+            if isinstance(usage.get("completion_tokens"), int):
+                self.completion_tokens = usage["completion_tokens"]
         self.speculation = Speculation.from_answer(answer) or self.speculation

@@ -22,7 +22,7 @@ from serving.capture import Capture
 from serving.emf import EmfReporter
 from serving.errors import JsonAnswer, RequestRefused, error_response
 from serving.gate import NOT_SERVING, RequestGate, request_id
-from serving.headers import to_engine, to_engine_as_json, value_problem
+from serving.headers import to_engine, value_problem
 from serving.lifecycle import Lifecycle, Status
 from serving.logs import printable
 from serving.metrics import FrontMetrics
@@ -68,6 +68,7 @@ def create_app(
 ) -> ASGIApp:
     metrics = FrontMetrics()
     parser = PayloadParser(settings.served_model_name)
+    records_road = transform.RecordRoad(relay.exchanges, parser.prepare, metrics, relay.why_gone)
 
     async def engine_metrics() -> str | None:
         return await relay.client.get_text("/metrics") if lifecycle.ready else None
@@ -109,25 +110,8 @@ def create_app(
         """A transform's mini-batch: every record answered, one line each, in order."""
         if (refusal := bad_header(request)) is not None:
             return refusal
-        request_id = record_of(request.scope).request_id
-        client_headers = request.scope["headers"]
-        numbers = iter(range(len(records)))
-
-        async def send(content: bytes) -> transform.EngineReply:
-            # Each record its own request id (the body's, with a number of its own), so the
-            # engine's log and its per-request ids tell the records apart.
-            number = b"%s-%d" % (request_id, next(numbers))
-            headers = to_engine_as_json(client_headers, number)
-            upstream = await relay.client.send(
-                "POST", invocations.ENGINE_PATH.encode(), content, headers
-            )
-            try:
-                return transform.EngineReply(upstream.status, await upstream.read())
-            finally:
-                upstream.close()
-
         answering = asyncio.ensure_future(
-            transform.answer_records(records, parser.prepare, send, relay.why_gone)
+            records_road.answer_all(record_of(request.scope), request.scope["headers"], records)
         )
         disconnected = asyncio.ensure_future(wait_for_disconnect(request))
         try:
@@ -249,6 +233,6 @@ def create_app(
         metrics=metrics,
     )
     session_parts = SessionParts(
-        parser, relay.client, gate, metrics, settings.max_payload_bytes, relay.why_gone
+        parser, relay.exchanges, gate, metrics, settings.max_payload_bytes, relay.why_gone
     )
     return gate

@@ -25,20 +25,22 @@ from dataclasses import dataclass
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from serving import access, invocations, routes, sse
 from serving import bidi_frames as frames
-from serving import invocations, sse
-from serving.answers import Speculation
-from serving.engine_client import EngineAnswer, EngineClient, EngineError
+from serving.engine_client import EngineError
 from serving.errors import RequestRefused
+from serving.exchange import Answer, Exchanges
 from serving.gate import RequestGate
 from serving.headers import to_engine_as_json
 from serving.json_text import json_bytes
-from serving.logs import FIELDS, printable
+from serving.logs import printable
 from serving.metrics import FrontMetrics
 from serving.payload_parser import PayloadParser
+from serving.record import RequestRecord
 from serving.tgi import TgiAnswer, TgiStream, whole_answer
 
-log = logging.getLogger("serving.access")
+log = logging.getLogger("serving.bidi_session")
+ROUTE = routes.match(frames.ROUTE.encode())
 
 INTERNAL = "the front failed to relay this request; it was logged. Send it again."
 # Frames queued for a client beyond this many hold its requests' tasks back.
@@ -57,25 +59,11 @@ class SessionParts:
     """What every session shares: the front's parts it sends requests through."""
 
     parser: PayloadParser
-    client: EngineClient
+    exchanges: Exchanges
     gate: RequestGate
     metrics: FrontMetrics
     max_frame_bytes: int
     why_gone: Callable[[], str]  # why the engine dropped a request
-
-
-def usage_and_speculation(data: str) -> tuple[dict | None, dict | None]:
-    """An engine chunk's usage and the request's speculation, when it carries them."""
-    if '"usage"' not in data:
-        return None, None
-    try:
-        parsed = json.loads(data)
-    except ValueError:
-        return None, None
-    if not isinstance(parsed, dict) or not isinstance(parsed.get("usage"), dict):
-        return None, None
-    speculation = Speculation.from_answer(parsed)
-    return parsed["usage"], None if speculation is None else speculation.record()
 
 
 def engine_error(status: int, body: bytes) -> tuple[str, str | None]:
@@ -236,14 +224,13 @@ class Session:
             )
             return
         engine_id = b"%s-%d" % (self.session_id, self.numbers)
-        task = asyncio.create_task(self.answer(request_id, engine_id, frame.payload))
+        record = RequestRecord(engine_id, ROUTE, time.time(), time.perf_counter())
+        task = asyncio.create_task(self.answer(request_id, record, frame.payload))
         self.tasks[request_id] = task
-        task.add_done_callback(
-            functools.partial(self.finished, request_id, engine_id, time.perf_counter())
-        )
+        task.add_done_callback(functools.partial(self.finished, request_id, record))
 
     def finished(
-        self, request_id: frames.RequestId, engine_id: bytes, started: float, task: asyncio.Task
+        self, request_id: frames.RequestId, record: RequestRecord, task: asyncio.Task
     ) -> None:
         """A request's task ended: its last frame when the task could not send it (it was
         cancelled, perhaps before it ever ran), and its place in flight given back."""
@@ -254,7 +241,9 @@ class Session:
             if (error := task.exception()) is None:
                 status = task.result()
             else:
-                log.error("request %s of a session failed", printable(engine_id), exc_info=error)
+                log.error(
+                    "request %s of a session failed", printable(record.request_id), exc_info=error
+                )
                 status = 500
                 self.send_now(frames.error(request_id, 500, INTERNAL))
         elif self.ending is not None:
@@ -266,9 +255,14 @@ class Session:
         else:
             status = "closed"  # the client closed the socket
         self.cancelled.discard(request_id)
-        self.access(request_id, engine_id, status, started)
+        access.write(
+            self.parts.metrics, record, "WEBSOCKET", frames.ROUTE, frames.ROUTE, status,
+            session_request_id=str(request_id)[: frames.MAX_ID_CHARS],
+        )  # fmt: skip
 
-    async def answer(self, request_id: frames.RequestId, engine_id: bytes, payload: dict) -> int:
+    async def answer(
+        self, request_id: frames.RequestId, record: RequestRecord, payload: dict
+    ) -> int:
         """One request: the engine's answer relayed as frames, ending in `done` or `error`;
         the HTTP status an `/invocations` call would have had."""
         try:
@@ -277,50 +271,46 @@ class Session:
         except RequestRefused as refused:
             self.send_now(frames.error(request_id, refused.status, refused.message))
             return refused.status
-        headers = to_engine_as_json(self.headers, engine_id)
+        headers = to_engine_as_json(self.headers, record.request_id)
         try:
-            upstream = await self.parts.client.send(
-                "POST", invocations.ENGINE_PATH.encode(), prepared.content, headers
+            answer = await self.parts.exchanges.send(
+                record, "POST", invocations.ENGINE_PATH.encode(), prepared.content, headers
             )
         except EngineError:
             return self.engine_gone(request_id)
         try:
-            if upstream.status != 200:
-                message, error_type = engine_error(upstream.status, await upstream.read())
-                self.send_now(frames.error(request_id, upstream.status, message, error_type))
-                return upstream.status
-            if upstream.header("content-type").startswith("text/event-stream"):
-                await self.relay_stream(request_id, upstream, prepared.tgi)
+            if answer.status != 200:
+                message, error_type = engine_error(answer.status, await answer.read())
+                self.send_now(frames.error(request_id, answer.status, message, error_type))
+                return answer.status
+            if answer.is_stream:
+                await self.relay_stream(request_id, answer, prepared.tgi)
             else:
-                await self.relay_whole(request_id, upstream, prepared.tgi)
+                await self.relay_whole(request_id, answer, prepared.tgi)
             return 200
         except EngineError:
             return self.engine_gone(request_id)
         finally:
-            upstream.close()
+            answer.close()
 
     def engine_gone(self, request_id: frames.RequestId) -> int:
         self.send_now(frames.error(request_id, 503, self.parts.why_gone(), "EngineUnavailable"))
         return 503
 
     async def relay_stream(
-        self, request_id: frames.RequestId, upstream: EngineAnswer, tgi: TgiAnswer | None
+        self, request_id: frames.RequestId, answer: Answer, tgi: TgiAnswer | None
     ) -> None:
         splitter = sse.DataSplitter()
         tgi_stream = TgiStream(tgi) if tgi is not None and tgi.stream else None
-        usage = speculation = None
 
         async def relay(data: str) -> bool:
             """Relay one engine event; False when it was an error that ends the answer."""
-            nonlocal usage, speculation
             if data.strip() == sse.DONE:
                 return True
             if data.lstrip().startswith('{"error"'):
                 message, error_type = engine_error(500, data.encode())
                 self.send_now(frames.error(request_id, 500, message, error_type))
                 return False
-            found, spec = usage_and_speculation(data)
-            usage, speculation = found or usage, spec or speculation
             events = (
                 [data] if tgi_stream is None else sse.DataSplitter().feed(tgi_stream.event(data))
             )
@@ -328,7 +318,7 @@ class Session:
                 await self.send(frames.chunk(request_id, event))
             return True
 
-        async for piece in upstream.chunks():
+        async for piece in answer.chunks():
             for data in splitter.feed(piece):
                 if not await relay(data):
                     return
@@ -338,47 +328,20 @@ class Session:
         if tgi_stream is not None and (last := tgi_stream.finish()):
             for event in sse.DataSplitter().feed(last):
                 await self.send(frames.chunk(request_id, event))
-        self.send_now(frames.done(request_id, usage, speculation))
+        self.send_now(self.done(request_id, answer))
 
     async def relay_whole(
-        self, request_id: frames.RequestId, upstream: EngineAnswer, tgi: TgiAnswer | None
+        self, request_id: frames.RequestId, answer: Answer, tgi: TgiAnswer | None
     ) -> None:
-        body = await upstream.read()
-        try:
-            parsed = json.loads(body)
-        except ValueError:
-            parsed = None
-        usage = speculation = None
-        if isinstance(parsed, dict):
-            usage = parsed.get("usage") if isinstance(parsed.get("usage"), dict) else None
-            found = Speculation.from_answer(parsed)
-            speculation = None if found is None else found.record()
-            if tgi is not None:
-                body = whole_answer(tgi, parsed)
+        body = await answer.read()
+        if tgi is not None and answer.parsed is not None:
+            body = whole_answer(tgi, answer.parsed)
         await self.send(frames.answer(request_id, body.decode(errors="replace")))
-        self.send_now(frames.done(request_id, usage, speculation))
+        self.send_now(self.done(request_id, answer))
 
-    def access(
-        self, request_id: frames.RequestId, engine_id: bytes, status: int | str, started: float
-    ) -> None:
-        elapsed = time.perf_counter() - started
-        metrics = self.parts.metrics
-        metrics.requests.labels(frames.ROUTE, str(status)).inc()
-        metrics.latency.labels(frames.ROUTE).observe(elapsed)
-        fields = {
-            "request_id": printable(engine_id),
-            "method": "WEBSOCKET",
-            "path": frames.ROUTE,
-            "route": frames.ROUTE,
-            "status": status,
-            "latency_ms": round(elapsed * 1000, 1),
-            "session_request_id": str(request_id)[: frames.MAX_ID_CHARS],
-        }
-        log.info(
-            "%s WEBSOCKET %s %s %.1fms",
-            fields["request_id"],
-            frames.ROUTE,
-            status,
-            elapsed * 1000,
-            extra={FIELDS: fields},
-        )
+    @staticmethod
+    def done(request_id: frames.RequestId, answer: Answer) -> str:
+        """The request's last frame: the usage and speculation its answer carried."""
+        speculation = answer.speculation
+        usage = answer.watcher.usage
+        return frames.done(request_id, usage, None if speculation is None else speculation.record())

@@ -21,22 +21,26 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, Counter
 
 from serving import sse
+from serving.bidi_frames import ROUTE as BIDI_ROUTE
 from serving.json_text import COMPACT, json_bytes
 
 log = logging.getLogger("serving.capture")
 
-# Routes that take chat requests, the work a head is trained on. /invocations also takes
-# completion payloads: only bodies that mention "messages" are chosen (see Capture.wants),
-# and the writer still skips one that mentions "messages" without being a chat request.
-CAPTURED_ROUTES = {"/invocations", "/v1/chat/completions"}
+# Routes that take chat requests, the work a head is trained on: a Batch Transform record
+# comes by /invocations, a request of a bidirectional-stream session by its own route.
+# /invocations also takes completion payloads: only bodies that mention "messages" are
+# chosen (see Capture.wants), and the writer still skips one that mentions "messages"
+# without being a chat request.
+CAPTURED_ROUTES = {"/invocations", "/v1/chat/completions", BIDI_ROUTE}
 QUEUE_RECORDS = 1024
 # An answer larger than this is not kept for capture (it would be held in memory).
 MAX_ANSWER_BYTES = 8 << 20
 
 
 @dataclass
-class Exchange:
-    """One captured request, as the relay saw it: the raw bytes, parsed later by the writer."""
+class CapturedExchange:
+    """One captured request, as its exchange with the engine saw it: the raw bytes, parsed
+    later by the writer."""
 
     request_id: str
     route: str
@@ -51,7 +55,7 @@ class Exchange:
     parsed_answer: dict | None = None
 
 
-def record(exchange: Exchange) -> dict | None:
+def record(exchange: CapturedExchange) -> dict | None:
     """The JSON line for an exchange, or None if its request is not a JSON chat request or
     its answer is not JSON."""
     try:
@@ -119,7 +123,7 @@ class Capture:
     def __init__(self, directory: Path, sample: float, max_file_bytes: int):
         self.sample = sample
         self.output = RotatingFile(directory, max_file_bytes)
-        self.queue: queue.Queue[Exchange | None] = queue.Queue(QUEUE_RECORDS)
+        self.queue: queue.Queue[CapturedExchange | None] = queue.Queue(QUEUE_RECORDS)
         self.registry = CollectorRegistry()
         self.records = Counter(
             "serving_capture_records",
@@ -141,7 +145,7 @@ class Capture:
             and random.random() < self.sample
         )
 
-    def offer(self, exchange: Exchange) -> None:
+    def offer(self, exchange: CapturedExchange) -> None:
         """Hand an exchange to the writer; never blocks."""
         try:
             self.queue.put_nowait(exchange)
@@ -169,7 +173,7 @@ class Capture:
         finally:
             self.output.close()
 
-    def _write(self, exchange: Exchange) -> None:
+    def _write(self, exchange: CapturedExchange) -> None:
         line = record(exchange)
         if line is None:
             self.records.labels("skipped").inc()

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from serving import cloudwatch as cw
+from serving.access import TRANSFORM_RECORD
 from serving.metrics import (
     ACCEPTED,
     DRAFT_TOKENS,
@@ -32,8 +33,9 @@ from serving.metrics import (
 log = logging.getLogger("serving.emf")
 
 GENERATION_TOKENS = "vllm:generation_tokens"
-# Routes whose requests are counted: work for the model, not probes or scrapes.
-UNCOUNTED_ROUTES = {"/ping", "/metrics"}
+# Routes whose requests are not counted: probes and scrapes are not work for the model, and
+# a Batch Transform record's mini-batch is counted already.
+UNCOUNTED_ROUTES = {"/ping", "/metrics", TRANSFORM_RECORD}
 
 
 @dataclass(frozen=True)

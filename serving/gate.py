@@ -7,23 +7,19 @@ what the SIGTERM drain waits on. The gate owns that count; the lifecycle only re
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from serving import routes
+from serving import access, routes
 from serving.errors import AnswerCut, error_response
 from serving.headers import has_forbidden_bytes
 from serving.lifecycle import Lifecycle, Status
-from serving.logs import FIELDS, printable
 from serving.metrics import FrontMetrics
 from serving.record import SCOPE_KEY, RequestRecord
 from serving.routes import raw_path
-
-log = logging.getLogger("serving.access")
 
 INFERENCE_ID_HEADER = b"x-amzn-sagemaker-inference-id"
 NOT_SERVING = {
@@ -120,35 +116,8 @@ class RequestGate:
                 self.access(scope, label, record, status_seen)
 
     def access(self, scope: Scope, label: str, record: RequestRecord, status: int | str) -> None:
-        elapsed = time.perf_counter() - record.started
-        self.metrics.requests.labels(label, str(status)).inc()
-        self.metrics.latency.labels(label).observe(elapsed)
-        tokens = record.completion_tokens
-        speculation = record.speculation
-        acceptance = None if speculation is None else speculation.mean_acceptance_length
-        fields = {
-            "request_id": printable(record.request_id),
-            "method": scope["method"],
-            "path": printable(raw_path(scope)),
-            "route": label,
-            "status": status,
-            "latency_ms": round(elapsed * 1000, 1),
-            "completion_tokens": tokens,
-            "mean_acceptance_length": acceptance,
-            "draft_tokens": None if speculation is None else speculation.draft_tokens,
-            "accepted_tokens": None if speculation is None else speculation.accepted_tokens,
-        }
-        log.info(
-            "%s %s %s %s %.1fms tokens=%s acceptance=%s",
-            fields["request_id"],
-            fields["method"],
-            fields["path"],
-            status,
-            elapsed * 1000,
-            "-" if tokens is None else tokens,
-            "-" if acceptance is None else f"{acceptance:.2f}",
-            extra={FIELDS: fields},
-        )
+        path = raw_path(scope).decode("utf-8", errors="backslashreplace")
+        access.write(self.metrics, record, scope["method"], path, label, status)
 
     def refusal(self):
         if (refused := self.refused()) is None:

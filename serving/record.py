@@ -1,7 +1,9 @@
 """What the front knows about one request as it passes: one typed record per request.
 
-The gate makes it when the request arrives and logs it when the answer is done; the relay
-fills in what the engine's answer said. Nothing else is kept per request.
+The gate makes it when the request arrives and logs it when the answer is done (a request of
+a bidirectional-stream session, or a Batch Transform record, has one of its own); the
+exchange (serving/exchange.py) fills in what the engine's answer said. Nothing else is kept
+per request.
 """
 
 from __future__ import annotations
@@ -22,8 +24,6 @@ class RequestRecord:
     started: float  # time.perf_counter(), for latencies
     completion_tokens: int | None = None
     speculation: Speculation | None = None
-    # The body the engine got, kept only when this exchange is chosen for capture.
-    capture_request: bytes | None = None
 
 
 def record_of(scope: Scope) -> RequestRecord:

@@ -1,4 +1,5 @@
-"""Relay one HTTP request to the engine and its answer back, streaming as it comes.
+"""Relay one HTTP request to the engine and its answer back, streaming as it comes (the
+exchange itself, watched, recorded and captured: serving/exchange.py).
 
 A client that goes away closes the engine connection, which makes vLLM abort the request.
 An engine that goes away turns into a JSON error (or an error event mid-stream).
@@ -8,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator
 
 from starlette.requests import Request
@@ -17,18 +17,13 @@ from starlette.responses import Response, StreamingResponse
 from serving import sse
 from serving.answers import AnswerWatcher, with_speculation, without_null_usage
 from serving.bodies import CLIENT_CLOSED
-from serving.capture import MAX_ANSWER_BYTES, Capture, Exchange
-from serving.engine_client import (
-    DEFAULT_IDLE_SECONDS,
-    EngineAnswer,
-    EngineClient,
-    EngineError,
-)
+from serving.engine_client import EngineError
 from serving.errors import AnswerCut, error_response, sse_error
+from serving.exchange import Answer, Exchanges
 from serving.headers import RawHeaders, to_client
 from serving.json_text import json_bytes
 from serving.logs import printable
-from serving.record import RequestRecord, record_of
+from serving.record import record_of
 from serving.tgi import TgiAnswer, TgiStream, whole_answer
 
 log = logging.getLogger("serving.relay")
@@ -44,22 +39,10 @@ async def wait_for_disconnect(request: Request) -> None:
             return
 
 
-def is_small_json(upstream: EngineAnswer) -> bool:
+def is_small_json(answer: Answer) -> bool:
     """A JSON answer of known length that fits the watcher's buffer (vLLM's non-streamed ones)."""
-    length = upstream.header("content-length")
-    return (
-        upstream.header("content-type").startswith("application/json")
-        and length.isdigit()
-        and int(length) <= AnswerWatcher.MAX_BUFFER
-    )
-
-
-def keep(watcher: AnswerWatcher, record: RequestRecord) -> None:
-    """What the answer said, for the access log."""
-    if watcher.completion_tokens is not None:
-        record.completion_tokens = watcher.completion_tokens
-    if watcher.speculation is not None:
-        record.speculation = watcher.speculation
+    length = answer.header("content-length")
+    return answer.is_json and length.isdigit() and int(length) <= AnswerWatcher.MAX_BUFFER
 
 
 async def as_tgi_events(body: AsyncIterator[bytes], stream: TgiStream) -> AsyncIterator[bytes]:
@@ -73,17 +56,11 @@ async def as_tgi_events(body: AsyncIterator[bytes], stream: TgiStream) -> AsyncI
 
 
 class Relay:
-    """The front's one HTTP client to the engine, over the engine's private Unix socket."""
+    """HTTP's road to the engine: one request's exchange, its answer written back as it comes."""
 
-    def __init__(
-        self,
-        socket_path: str,
-        max_connections: int,
-        idle_seconds: float = DEFAULT_IDLE_SECONDS,
-        capture: Capture | None = None,
-    ):
-        self.capture = capture
-        self.client = EngineClient(socket_path, max_connections, idle_seconds)
+    def __init__(self, exchanges: Exchanges):
+        self.exchanges = exchanges
+        self.client = exchanges.client
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -98,7 +75,10 @@ class Relay:
     ) -> Response:
         """Send `target` (raw path and query, never decoded) to the engine; relay its answer,
         written as TGI writes it when `tgi` says how."""
-        sending = asyncio.ensure_future(self.client.send(request.method, target, content, headers))
+        record = record_of(request.scope)
+        sending = asyncio.ensure_future(
+            self.exchanges.send(record, request.method, target, content, headers)
+        )
         disconnected = asyncio.ensure_future(wait_for_disconnect(request))
         try:
             await asyncio.wait({sending, disconnected}, return_when=asyncio.FIRST_COMPLETED)
@@ -112,80 +92,57 @@ class Relay:
             log.info("client disconnected; request to %s aborted", printable(target))
             return Response(status_code=CLIENT_CLOSED)
         try:
-            upstream = sending.result()
+            answer = sending.result()
         except EngineError as error:
             log.warning("engine request to %s failed: %s", printable(target), error)
             return self.engine_gone()
-        record = record_of(request.scope)
-        if self.wants_capture(record, upstream.status, content):
-            record.capture_request = content
-        tgi = tgi if upstream.status == 200 else None
-        if is_small_json(upstream) or (tgi is not None and not tgi.stream):
-            return await self._whole(upstream, record, tgi)
-        body = self._body(upstream, record)
-        if tgi is not None and upstream.header("content-type").startswith("text/event-stream"):
+        tgi = tgi if answer.status == 200 else None
+        if is_small_json(answer) or (tgi is not None and not tgi.stream):
+            return await self._whole(answer, tgi)
+        body = self._body(answer)
+        if tgi is not None and answer.is_stream:
             body = as_tgi_events(body, TgiStream(tgi))
-        response = StreamingResponse(body, status_code=upstream.status)
-        response.raw_headers = to_client(upstream.raw_headers)
+        response = StreamingResponse(body, status_code=answer.status)
+        response.raw_headers = to_client(answer.raw_headers)
         return response
 
-    async def _whole(
-        self, upstream: EngineAnswer, record: RequestRecord, tgi: TgiAnswer | None = None
-    ) -> Response:
+    async def _whole(self, answer: Answer, tgi: TgiAnswer | None = None) -> Response:
         """A small JSON answer read whole, so what it says can go in the headers too."""
         try:
-            body = await upstream.read()
+            body = await answer.read()
         except EngineError as error:
             log.warning("engine answer broke off: %s", error)
             return self.engine_gone()
         finally:
-            upstream.close()
-        watcher = AnswerWatcher(upstream.header("content-type"))
-        watcher.feed(body)
-        watcher.finish()
-        keep(watcher, record)
-        self.offer_capture(record, upstream, body, watcher)
-        if tgi is not None and watcher.answer is not None:
-            body = whole_answer(tgi, watcher.answer)
-        elif watcher.answer is not None and (tidy := without_null_usage(watcher.answer)):
+            answer.close()
+        if tgi is not None and answer.parsed is not None:
+            body = whole_answer(tgi, answer.parsed)
+        elif answer.parsed is not None and (tidy := without_null_usage(answer.parsed)):
             body = json_bytes(tidy)
         # Clients that read answers line by line (LangChain's SagemakerEndpoint) wait for a
         # newline that vLLM's JSON never ends with.
         body = body if body.endswith(b"\n") else body + b"\n"
-        response = Response(body, status_code=upstream.status)
-        headers = with_speculation(to_client(upstream.raw_headers), watcher.speculation)
+        response = Response(body, status_code=answer.status)
+        headers = with_speculation(to_client(answer.raw_headers), answer.speculation)
         response.raw_headers = [*headers, (b"content-length", b"%d" % len(body))]
         return response
 
-    async def _body(self, upstream: EngineAnswer, record: RequestRecord) -> AsyncIterator[bytes]:
-        content_type = upstream.header("content-type")
-        watcher = AnswerWatcher(content_type)
-        answer = bytearray() if record.capture_request is not None else None
+    async def _body(self, answer: Answer) -> AsyncIterator[bytes]:
         last = b"\n"
         try:
-            async for chunk in upstream.chunks():
+            async for chunk in answer.chunks():
                 last = chunk or last
-                watcher.feed(chunk)
-                if answer is not None and len(answer) + len(chunk) <= MAX_ANSWER_BYTES:
-                    answer += chunk
-                elif answer is not None:
-                    answer = None
-                    self.capture.skip()
                 yield chunk
-            if watcher.is_json and not last.endswith(b"\n"):
+            if answer.is_json and not last.endswith(b"\n"):
                 yield b"\n"  # as for a whole JSON answer (a large one comes this way)
-            watcher.finish()
-            keep(watcher, record)
-            if answer is not None:
-                self.offer_capture(record, upstream, bytes(answer), watcher)
         except EngineError as error:
             log.warning("engine answer broke off: %s", error)
-            if not content_type.startswith("text/event-stream"):
+            if not answer.is_stream:
                 # Ending the body cleanly would hand the client a cut answer as a success.
                 raise AnswerCut(self.why_gone()) from None
             yield sse_error(503, self.why_gone(), "EngineUnavailable")
         finally:
-            upstream.close()
+            answer.close()
 
     def why_gone(self) -> str:
         """Why the engine dropped a request, when the front knows (a stall, a restart)."""
@@ -194,38 +151,3 @@ class Relay:
     def engine_gone(self) -> Response:
         """The answer for a request the engine dropped."""
         return error_response(503, self.why_gone(), "EngineUnavailable", {"Retry-After": "5"})
-
-    def wants_capture(self, record: RequestRecord, status: int, content: bytes) -> bool:
-        route = record.route
-        return (
-            self.capture is not None
-            and status == 200
-            and route is not None
-            and self.capture.wants(route.label, content)
-        )
-
-    def offer_capture(
-        self,
-        record: RequestRecord,
-        upstream: EngineAnswer,
-        answer: bytes,
-        watcher: AnswerWatcher,
-    ) -> None:
-        """Hand a finished exchange to the capture writer, if it was chosen for capture."""
-        if self.capture is None or record.capture_request is None or record.route is None:
-            return
-        speculation = watcher.speculation
-        self.capture.offer(
-            Exchange(
-                request_id=record.request_id.decode("utf-8", errors="replace"),
-                route=record.route.label,
-                status=upstream.status,
-                request=record.capture_request,
-                answer=answer,
-                streamed=watcher.is_stream,
-                started=record.started_wall,
-                latency_ms=(time.perf_counter() - record.started) * 1000,
-                speculation=None if speculation is None else speculation.record(),
-                parsed_answer=watcher.answer,
-            )
-        )

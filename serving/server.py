@@ -19,7 +19,8 @@ from serving.app import create_app
 from serving.capture import Capture
 from serving.engine import Engine, engine_environment, private_socket_path
 from serving.engine_args.argv import build_argv
-from serving.engine_client import pool_idle_seconds
+from serving.engine_client import EngineClient, pool_idle_seconds
+from serving.exchange import Exchanges
 from serving.lifecycle import Lifecycle
 from serving.logs import printable
 from serving.protocol import FrontProtocol
@@ -151,12 +152,12 @@ def serve(settings: Settings) -> int:
         front_socket.close()
         shutil.rmtree(socket_path.parent, ignore_errors=True)
         return exit_codes.BAD_CONFIG
-    relay = Relay(
+    client = EngineClient(
         str(socket_path),
         max_connections=settings.max_concurrent_requests + 16,
         idle_seconds=pool_idle_seconds(environment),
-        capture=capture,
     )
+    relay = Relay(Exchanges(client, capture))
     config = uvicorn.Config(
         app=None,  # set below, once the server (which the lifecycle calls back) exists
         http=FrontProtocol,

@@ -18,15 +18,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from serving import invocations
+from serving import access, invocations
 from serving.answers import without_null_usage
 from serving.engine_client import EngineError
 from serving.errors import RequestRefused, error_body
+from serving.exchange import Answer, Exchanges
+from serving.headers import RawHeaders, to_engine_as_json
 from serving.json_text import json_bytes
+from serving.metrics import FrontMetrics
+from serving.record import RequestRecord
 from serving.tgi import whole_answer
 
 JSONLINES_MEDIA_TYPES = {
@@ -127,67 +132,86 @@ def error_line(status: int, message: str, error_type: str | None = None) -> dict
     return error_body(status, message, error_type)
 
 
-@dataclass(frozen=True)
-class EngineReply:
-    status: int
-    body: bytes
+Prepare = Callable[[bytes], Awaitable[invocations.Prepared]]
 
 
-Send = Callable[[bytes], Awaitable[EngineReply]]
-
-
-def answer_of(prepared: invocations.Prepared, reply: EngineReply) -> dict[str, Any]:
-    """One record's answer line from the engine's reply, in the record's own schema."""
-    try:
-        answer = json.loads(reply.body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        answer = None
-    if not isinstance(answer, dict):
-        return error_line(502, "the engine's answer to this record was not JSON.")
-    if reply.status != 200:
-        if isinstance(answer.get("error"), dict):
-            return answer
-        return error_line(reply.status, str(answer.get("message") or answer))
+def answer_of(prepared: invocations.Prepared, answer: Answer, body: bytes) -> tuple[int, dict]:
+    """One record's status and answer line from the engine's answer, in the record's own
+    schema."""
+    parsed = answer.parsed
+    if parsed is None:
+        try:
+            parsed = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            parsed = None
+    if not isinstance(parsed, dict):
+        return 502, error_line(502, "the engine's answer to this record was not JSON.")
+    if answer.status != 200:
+        if isinstance(parsed.get("error"), dict):
+            return answer.status, parsed
+        return answer.status, error_line(answer.status, str(parsed.get("message") or parsed))
     if prepared.tgi is not None:
-        return json.loads(whole_answer(prepared.tgi, answer))
-    return without_null_usage(answer) or answer
+        return 200, json.loads(whole_answer(prepared.tgi, parsed))
+    return 200, without_null_usage(parsed) or parsed
 
 
-async def answer_record(
-    record: bytes,
-    prepare: Callable[[bytes], Awaitable[invocations.Prepared]],
-    send: Send,
-    unavailable: Callable[[], str],
-) -> dict[str, Any]:
-    try:
-        prepared = await prepare(record)
-    except RequestRefused as refused:
-        return error_line(refused.status, refused.message)
-    if prepared.stream:
-        return error_line(400, NO_STREAM)
-    try:
-        reply = await send(prepared.content)
-    except EngineError:
-        return error_line(503, unavailable(), "EngineUnavailable")
-    return answer_of(prepared, reply)
+@dataclass(frozen=True)
+class RecordRoad:
+    """Batch Transform's road to the engine: each record of a mini-batch an exchange of its
+    own, with its own request id (the body's, with the record's number), access line and
+    capture, as an HTTP request has."""
 
+    exchanges: Exchanges
+    prepare: Prepare
+    metrics: FrontMetrics
+    unavailable: Callable[[], str]  # why the engine dropped a request
 
-async def answer_records(
-    records: Sequence[bytes],
-    prepare: Callable[[bytes], Awaitable[invocations.Prepared]],
-    send: Send,
-    unavailable: Callable[[], str],
-    in_flight: int = RECORDS_IN_FLIGHT,
-) -> bytes:
-    """Every record answered, at most `in_flight` at once; the lines in input order."""
-    slots = asyncio.Semaphore(in_flight)
+    async def answer_all(
+        self,
+        batch: RequestRecord,
+        client_headers: RawHeaders,
+        records: Sequence[bytes],
+        in_flight: int = RECORDS_IN_FLIGHT,
+    ) -> bytes:
+        """Every record answered, at most `in_flight` at once; the lines in input order."""
+        slots = asyncio.Semaphore(in_flight)
 
-    async def one(index: int) -> dict[str, Any]:
-        async with slots:  # a record is cut out of the body only once its turn has come
-            return await answer_record(records[index], prepare, send, unavailable)
+        async def one(index: int) -> dict[str, Any]:
+            async with slots:  # a record is cut out of the body only once its turn has come
+                request_id = b"%s-%d" % (batch.request_id, index)
+                record = RequestRecord(request_id, batch.route, time.time(), time.perf_counter())
+                status, line = await self.answer(record, client_headers, records[index])
+                access.write(
+                    self.metrics, record, "POST", batch.route.label, access.TRANSFORM_RECORD,
+                    status, record_number=index,
+                )  # fmt: skip
+                return line
 
-    answers = await asyncio.gather(*(one(index) for index in range(len(records))))
-    return b"".join(json_bytes(answer) + b"\n" for answer in answers)
+        answers = await asyncio.gather(*(one(index) for index in range(len(records))))
+        return b"".join(json_bytes(answer) + b"\n" for answer in answers)
+
+    async def answer(
+        self, record: RequestRecord, client_headers: RawHeaders, content: bytes
+    ) -> tuple[int, dict[str, Any]]:
+        """One record's status and answer line."""
+        try:
+            prepared = await self.prepare(content)
+        except RequestRefused as refused:
+            return refused.status, error_line(refused.status, refused.message)
+        if prepared.stream:
+            return 400, error_line(400, NO_STREAM)
+        headers = to_engine_as_json(client_headers, record.request_id)
+        try:
+            answer = await self.exchanges.send(
+                record, "POST", invocations.ENGINE_PATH.encode(), prepared.content, headers
+            )
+            try:
+                body = await answer.read()
+            finally:
+                answer.close()
+        except EngineError:
+            return 503, error_line(503, self.unavailable(), "EngineUnavailable")
+        return answer_of(prepared, answer, body)
 
 
 def execution_parameters(

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 
 from serving import exit_codes
-from serving.capture import QUEUE_RECORDS, Capture, Exchange, RotatingFile, record
+from serving.capture import QUEUE_RECORDS, Capture, CapturedExchange, RotatingFile, record
 from tests.support.containers import CAPTURE_DIR
 
 CHAT = {
@@ -22,8 +22,8 @@ CHAT = {
 }
 
 
-def exchange(answer: bytes, streamed: bool = False, request: bytes = b"{}") -> Exchange:
-    return Exchange("id", "/invocations", 200, request, answer, streamed, 0.0, 1.0, None)
+def exchange(answer: bytes, streamed: bool = False, request: bytes = b"{}") -> CapturedExchange:
+    return CapturedExchange("id", "/invocations", 200, request, answer, streamed, 0.0, 1.0, None)
 
 
 def lines_of(directory: Path) -> list[dict]:
@@ -85,8 +85,8 @@ def test_only_chat_requests_are_captured_and_a_parsed_answer_is_not_parsed_again
     answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "x"}}]}
     chat = record(exchange(b"", request=json.dumps(CHAT).encode()))
     assert chat is None  # an answer that is not JSON
-    chat = Exchange("id", "/invocations", 200, json.dumps(CHAT).encode(), b"", False, 0.0, 1.0,
-                    None, parsed_answer=answer)  # fmt: skip
+    chat = CapturedExchange("id", "/invocations", 200, json.dumps(CHAT).encode(), b"", False,
+                            0.0, 1.0, None, parsed_answer=answer)  # fmt: skip
     assert record(chat)["response"] == answer
     completion = json.dumps({"prompt": "def f(", "max_tokens": 4}).encode()
     assert record(exchange(json.dumps(answer).encode(), request=completion)) is None
