@@ -82,7 +82,7 @@ BODY_CLIENTS ?= 32
 BODY_MB ?= 5
 
 .PHONY: image-standin image-train-standin image-standin-test kernel-check public-shapes gpu-check
-.PHONY: demo-pairs lock help setup demo-model quick-model real-model real-heads serve-model trained-model bench-model serve check test client-envs bench load load-bodies lint format image image-cpu image-train image-train-cpu image-test retrain-demo retrain-agent-demo fidelity rollout-rehearsal train-head-demo clean
+.PHONY: demo-pairs lock help setup demo-model quick-model real-model real-heads serve-model trained-model bench-model serve check test unit-test client-envs bench load load-bodies lint format image image-cpu image-train image-train-cpu image-test retrain-demo retrain-agent-demo fidelity rollout-rehearsal train-head-demo clean
 
 help:
 	@echo "make serve   set up, build the real pair, serve it on port $(PORT) with P-EAGLE"
@@ -94,6 +94,7 @@ help:
 	@echo "make demo-pairs     train the quick and trained pairs again here and ship them (17 min)"
 	@echo "make bench-model    the trained pair with an EAGLE-3 head too, for make bench (17 min, cached)"
 	@echo "make test    set up, build the demo pairs, run the whole test suite"
+	@echo "make unit-test  set up, run every test that needs no engine (under three minutes)"
 	@echo "make check   preflight the demo configuration without starting vLLM"
 	@echo "make client-envs  install the client libraries the suite calls the container with"
 	@echo "make bench   configuration sweep on local demo containers (build/bench/sweep.md, sweep.png)"
@@ -216,6 +217,11 @@ ISA_ENV = $(if $(CPU_ISA),HARNESS_CPU_ISA=$(CPU_ISA) PYTHONPATH=$(CURDIR)/harnes
 
 test: demo-model quick-model trained-model real-model
 	$(ISA_ENV) $(PY) -m pytest tests $(HOST_TEST_FLAGS)
+
+# Every test that needs no engine, no demo pair and no image (docs/tests.md): the set-up
+# only, then under three minutes on two cores.
+unit-test: setup
+	$(ISA_ENV) $(PY) -m pytest tests -m "not engine"
 
 # The client libraries the suite calls the container with, one environment per family, as a
 # user installs them (the suite builds a missing one on first use; .ci/run builds them early).

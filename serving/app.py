@@ -1,7 +1,10 @@
 """The HTTP front: SageMaker's routes and the engine's allow-listed OpenAI API. Handlers only.
 
 Which route a request names, and which methods it takes, is `routes.py`'s table, matched
-once by the gate; `routes.Router` answers 404 and 405 from that match and calls these.
+once by the gate; `routes.Router` answers 404 and 405 from that match and calls these
+(`Front`'s methods). What reaches the engine goes by one of three roads, each a writer on one
+exchange (serving/exchange.py): HTTP (serving/relay.py), a Batch Transform's records
+(serving/transform.py) and the bidirectional stream (serving/bidi_session.py).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from serving.metrics import FrontMetrics
 from serving.payload_parser import PayloadParser
 from serving.record import record_of
 from serving.relay import Relay, wait_for_disconnect
-from serving.routes import FRONT_ROUTES, Router, raw_path
+from serving.routes import FRONT_ROUTES, Handler, Router, raw_path
 from serving.settings import Settings
 
 log = logging.getLogger("serving.app")
@@ -63,34 +66,97 @@ def refused(error: RequestRefused) -> Response:
     )
 
 
-def create_app(
-    settings: Settings, lifecycle: Lifecycle, relay: Relay, capture: Capture | None
-) -> ASGIApp:
-    metrics = FrontMetrics()
-    parser = PayloadParser(settings.served_model_name)
-    records_road = transform.RecordRoad(relay.exchanges, parser.prepare, metrics, relay.why_gone)
+class Front:
+    """The front's handlers, one method a route (`routes.Router` calls them), over the parts
+    they share. `create_app` builds it and puts the gate before it."""
 
-    async def engine_metrics() -> str | None:
-        return await relay.client.get_text("/metrics") if lifecycle.ready else None
+    def __init__(
+        self, settings: Settings, lifecycle: Lifecycle, relay: Relay, capture: Capture | None
+    ):
+        self.settings = settings
+        self.lifecycle = lifecycle
+        self.relay = relay
+        self.capture = capture
+        self.metrics = FrontMetrics()
+        self.parser = PayloadParser(settings.served_model_name)
+        self.records = transform.RecordRoad(
+            relay.exchanges, self.parser.prepare, self.metrics, relay.why_gone
+        )
+        self.sessions: set[Session] = set()
+        self.gate = RequestGate(
+            Router(
+                self.handlers(), self.engine_route, self.startup, self.shutdown,
+                {bidi_frames.ROUTE: self.bidirectional_stream},
+            ),
+            lifecycle=lifecycle,
+            max_in_flight=settings.max_concurrent_requests,
+            metrics=self.metrics,
+        )  # fmt: skip
+        self.session_parts = SessionParts(
+            self.parser, relay.exchanges, self.gate, self.metrics, settings.max_payload_bytes,
+            relay.why_gone,
+        )  # fmt: skip
+        self.reporter = EmfReporter(
+            settings.emf_interval_seconds,
+            self.metrics,
+            self.engine_metrics,
+            lambda: self.gate.in_flight,
+            settings.metric_dimensions,
+        )
 
-    async def ping(_: Request) -> Response:
-        status = lifecycle.status.value
-        return JsonAnswer({"status": status}, status_code=200 if lifecycle.ready else 503)
+    def handlers(self) -> dict[str, Handler]:
+        handlers = {
+            "/ping": self.ping,
+            "/invocations": self.invoke,
+            "/metrics": self.prometheus_metrics,
+            "/execution-parameters": self.execution_parameters,
+            bidi_frames.ROUTE: self.bidirectional_stream_http,
+        }
+        assert handlers.keys() == FRONT_ROUTES.keys(), "every front route needs its handler"
+        return handlers
 
-    async def invoke(request: Request) -> Response:
+    def startup(self) -> None:
+        self.lifecycle.start(
+            in_flight=lambda: self.gate.in_flight, metrics=self.metrics, drained=self.end_sessions
+        )
+        self.parser.start()
+        self.reporter.start()
+        if self.capture is not None:
+            self.capture.start()
+
+    async def shutdown(self) -> None:
+        await self.reporter.stop()
+        if self.capture is not None:
+            self.capture.stop()
+        await self.lifecycle.stop()
+        await self.relay.aclose()
+        self.parser.stop()
+
+    async def engine_metrics(self) -> str | None:
+        return await self.relay.client.get_text("/metrics") if self.lifecycle.ready else None
+
+    async def ping(self, _: Request) -> Response:
+        status = 200 if self.lifecycle.ready else 503
+        return JsonAnswer({"status": self.lifecycle.status.value}, status_code=status)
+
+    async def invoke(self, request: Request) -> Response:
+        """/invocations: one request (OpenAI chat or completion, or TGI), or a Batch
+        Transform's JSON Lines records."""
+        settings = self.settings
         content_type = request.headers.get("content-type")
+        jsonlines = transform.is_jsonlines(content_type)
         try:
-            if not transform.is_jsonlines(content_type):
+            if not jsonlines:
                 invocations.check_content_type(content_type)
             body = await read_body(
                 request, settings.max_payload_bytes, settings.body_timeout_seconds
             )
-            records = transform.split(body, content_type, settings.batch)
+            records = transform.split(body, jsonlines, settings.batch)
             if records is not None:
                 if not records:
                     raise RequestRefused(400, transform.NO_RECORDS)
-                return await invoke_records(request, records)
-            prepared = await parser.prepare(body)
+                return await self.invoke_records(request, records)
+            prepared = await self.parser.prepare(body)
         except RequestRefused as error:
             return refused(error)
         if settings.log_bodies:
@@ -102,16 +168,16 @@ def create_app(
         if (refusal := bad_header(request)) is not None:
             return refusal
         headers = engine_headers(request, {b"content-type": b"application/json"})
-        return await relay.forward(
+        return await self.relay.forward(
             request, invocations.ENGINE_PATH.encode(), prepared.content, headers, prepared.tgi
         )
 
-    async def invoke_records(request: Request, records: transform.Records) -> Response:
+    async def invoke_records(self, request: Request, records: transform.Records) -> Response:
         """A transform's mini-batch: every record answered, one line each, in order."""
         if (refusal := bad_header(request)) is not None:
             return refusal
         answering = asyncio.ensure_future(
-            records_road.answer_all(record_of(request.scope), request.scope["headers"], records)
+            self.records.answer_all(record_of(request.scope), request.scope["headers"], records)
         )
         disconnected = asyncio.ensure_future(wait_for_disconnect(request))
         try:
@@ -125,7 +191,8 @@ def create_app(
             return Response(status_code=CLIENT_CLOSED)
         return Response(answering.result(), media_type=transform.ANSWER_MEDIA_TYPE)
 
-    async def execution_parameters(_: Request) -> Response:
+    async def execution_parameters(self, _: Request) -> Response:
+        settings = self.settings
         return JsonAnswer(
             transform.execution_parameters(
                 settings.max_concurrent_transforms,
@@ -134,12 +201,13 @@ def create_app(
             )
         )
 
-    async def engine_route(request: Request) -> Response:
+    async def engine_route(self, request: Request) -> Response:
+        """A route of the engine's allow-listed OpenAI API, relayed as it came."""
         if (refusal := bad_header(request)) is not None:
             return refusal
         try:
             body = await read_body(
-                request, settings.max_payload_bytes, settings.body_timeout_seconds
+                request, self.settings.max_payload_bytes, self.settings.body_timeout_seconds
             )
             invocations.check_engine_limits(body)
         except RequestRefused as error:
@@ -147,9 +215,9 @@ def create_app(
         path = raw_path(request.scope)
         query = request.scope.get("query_string", b"")
         target = path + b"?" + query if query else path
-        return await relay.forward(request, target, body, engine_headers(request))
+        return await self.relay.forward(request, target, body, engine_headers(request))
 
-    async def bidirectional_stream_http(_: Request) -> Response:
+    async def bidirectional_stream_http(self, _: Request) -> Response:
         return error_response(
             426,
             f"{bidi_frames.ROUTE} is a WebSocket; open it with a WebSocket client (an Upgrade "
@@ -157,11 +225,9 @@ def create_app(
             headers={"Upgrade": "websocket", "Connection": "Upgrade"},
         )
 
-    sessions: set[Session] = set()
-
-    async def bidirectional_stream(scope: Scope, receive: Receive, send: Send) -> None:
+    async def bidirectional_stream(self, scope: Scope, receive: Receive, send: Send) -> None:
         websocket = WebSocket(scope, receive, send)
-        status = lifecycle.status
+        status = self.lifecycle.status
         if status in CLOSED:
             message, retry = NOT_SERVING[status]
             denial = error_response(503, message, "ServiceUnavailable", {"Retry-After": retry})
@@ -170,69 +236,30 @@ def create_app(
         if (refusal := bad_header(websocket)) is not None:
             await websocket.send_denial_response(refusal)
             return
-        session = Session(websocket, session_parts, request_id(scope["headers"]))
-        sessions.add(session)
+        session = Session(websocket, self.session_parts, request_id(scope["headers"]))
+        self.sessions.add(session)
         try:
             await session.run()
         finally:
-            sessions.discard(session)
+            self.sessions.discard(session)
 
-    async def end_sessions() -> None:
+    async def end_sessions(self) -> None:
         """The drain is over: what is still in flight on a session gets an error frame, and
         every session closes."""
         await asyncio.gather(
-            *(session.end(503, SHUTTING_DOWN, "ServiceUnavailable") for session in sessions)
+            *(session.end(503, SHUTTING_DOWN, "ServiceUnavailable") for session in self.sessions)
         )
 
-    async def prometheus_metrics(_: Request) -> Response:
-        engine_text = await engine_metrics()
-        body = (engine_text or "").encode() + metrics.render(engine_text)
-        if capture is not None:
-            body += generate_latest(capture.registry)
+    async def prometheus_metrics(self, _: Request) -> Response:
+        engine_text = await self.engine_metrics()
+        body = (engine_text or "").encode() + self.metrics.render(engine_text)
+        if self.capture is not None:
+            body += generate_latest(self.capture.registry)
         return Response(body, media_type=PROMETHEUS_TEXT)
 
-    gate: RequestGate
-    reporter = EmfReporter(
-        settings.emf_interval_seconds,
-        metrics,
-        engine_metrics,
-        lambda: gate.in_flight,
-        settings.metric_dimensions,
-    )
 
-    def startup() -> None:
-        lifecycle.start(in_flight=lambda: gate.in_flight, metrics=metrics, drained=end_sessions)
-        parser.start()
-        reporter.start()
-        if capture is not None:
-            capture.start()
-
-    async def shutdown() -> None:
-        await reporter.stop()
-        if capture is not None:
-            capture.stop()
-        await lifecycle.stop()
-        await relay.aclose()
-        parser.stop()
-
-    handlers = {
-        "/ping": ping,
-        "/invocations": invoke,
-        "/metrics": prometheus_metrics,
-        "/execution-parameters": execution_parameters,
-        bidi_frames.ROUTE: bidirectional_stream_http,
-    }
-    assert handlers.keys() == FRONT_ROUTES.keys(), "every front route needs its handler"
-    front = Router(
-        handlers, engine_route, startup, shutdown, {bidi_frames.ROUTE: bidirectional_stream}
-    )
-    gate = RequestGate(
-        front,
-        lifecycle=lifecycle,
-        max_in_flight=settings.max_concurrent_requests,
-        metrics=metrics,
-    )
-    session_parts = SessionParts(
-        parser, relay.exchanges, gate, metrics, settings.max_payload_bytes, relay.why_gone
-    )
-    return gate
+def create_app(
+    settings: Settings, lifecycle: Lifecycle, relay: Relay, capture: Capture | None
+) -> ASGIApp:
+    """The front as uvicorn serves it: the gate, then the router, then the handlers."""
+    return Front(settings, lifecycle, relay, capture).gate

@@ -72,8 +72,9 @@ class Answer:
 
     async def chunks(self) -> AsyncIterator[bytes]:
         """The body as it arrives (raises EngineError when the engine breaks it off)."""
+        feed = self.watcher.feed if self.kept is None else self._feed  # per chunk: kept lean
         async for chunk in self.upstream.chunks():
-            self._feed(chunk)
+            feed(chunk)
             yield chunk
         self._finish()
 

@@ -119,9 +119,10 @@ def records_of(body: bytes) -> Records | None:
     return None  # one document written over several lines
 
 
-def split(body: bytes, content_type: str | None, batch_mode: bool) -> Records | None:
-    """The records to answer line by line, or None for a one-request body."""
-    if is_jsonlines(content_type):
+def split(body: bytes, jsonlines: bool, batch_mode: bool) -> Records | None:
+    """The records to answer line by line (a body of a JSON Lines type, or several JSON
+    lines in a transform job), or None for a one-request body."""
+    if jsonlines:
         return Records(body, line_spans(body))
     if batch_mode:
         return records_of(body)

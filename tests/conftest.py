@@ -58,6 +58,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "engine: needs an engine, a demo pair or an image (make unit-test: the rest)"
+    )
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     WATCH.start()
 
@@ -165,6 +171,18 @@ CONFIGURATIONS = {
     # engine's death ends it (SERVING_ENGINE_RESTARTS=0: exit at once, as before restarts).
     "doomed": lambda: demo_env(SERVING_ENGINE_EXIT_SECONDS="10", SERVING_ENGINE_RESTARTS="0"),
 }
+
+
+# Fixtures that start an engine, build or copy a demo pair, or run an image: a test that
+# asks for one, itself or through another fixture, is an `engine` test. A module whose
+# tests start engines of their own says so with `pytestmark = pytest.mark.engine`.
+ENGINE_FIXTURES = {*CONFIGURATIONS, "containers", "demo_root", "training_image", "docker"}
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    # Marked as it is collected, so that `-m "not engine"` (make unit-test) deselects it.
+    if ENGINE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        item.add_marker(pytest.mark.engine)
 
 
 @pytest.hookimpl(trylast=True)

@@ -529,6 +529,7 @@ def test_the_bidi_integrity_check_finds_a_lost_a_reordered_and_a_doubled_frame()
     assert faults([chunk("abc")], reference)  # no ending
 
 
+@pytest.mark.engine
 def test_engines_side_by_side_answer_alike_and_a_k0_range_drafts_nothing(tmp_path):
     # The quick pair: trained, so a request alone has drafts accepted. The engines load in a
     # process of their own, as `python -m bench engine` runs: they set

@@ -13,7 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from harness.paths import REPO_ROOT
+
+# vLLM's model inspection, as the engine runs it at start-up.
+pytestmark = pytest.mark.engine
 
 # The demo pair's two architectures: the target's and the P-EAGLE drafter's.
 DEMO_ARCHITECTURES = ["LlamaForCausalLM", "Eagle3LlamaForCausalLM"]

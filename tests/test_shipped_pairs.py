@@ -27,6 +27,7 @@ def test_the_shipped_pair_is_its_manifest_and_its_recipe_is_todays(kind):
     )
 
 
+@pytest.mark.engine  # the pairs `make test` builds
 @pytest.mark.parametrize("kind", shipped.SHIPPED_KINDS)
 def test_the_built_pair_is_the_shipped_bytes(kind):
     assert shipped.files_of(BUILT[kind]) == shipped.manifest(kind)["files"]

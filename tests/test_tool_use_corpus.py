@@ -9,6 +9,7 @@ import random
 import re
 
 import jsonschema
+import pytest
 import torch
 from tqdm import tqdm
 from transformers import AutoTokenizer, LlamaForCausalLM
@@ -29,6 +30,7 @@ def test_json_questions_ask_for_json_with_a_closed_schema():
         assert set(schema["required"]) <= schema["properties"].keys()
 
 
+@pytest.mark.engine  # the trained pair's target
 def test_answers_follow_the_served_grammar_and_label_the_heads_with_its_choices():
     """The target's answer under the grammar is JSON with at most the container's bound of
     whitespace in each gap (as vLLM compiles it with max_whitespace_cnt), follows the schema

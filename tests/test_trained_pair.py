@@ -227,6 +227,7 @@ def test_peagle_training_learns_and_is_deterministic():
     assert set(weights) >= {"fc.weight", "mask_hidden", "layers.0.hidden_norm.weight"}
 
 
+@pytest.mark.engine  # the trained pair `make test` builds
 @pytest.mark.skipif(not TRAINED, reason="the trained pair is not built (make trained-model)")
 @pytest.mark.parametrize("k", [3, 7])
 def test_trained_head_passes_preflight(k: int):

@@ -64,7 +64,7 @@ def text_of(answer: dict | list) -> str:
     ],
 )
 def test_which_bodies_are_records(content_type, body, batch_mode, expected):
-    records = transform.split(body, content_type, batch_mode)
+    records = transform.split(body, transform.is_jsonlines(content_type), batch_mode)
     assert (None if records is None else list(records)) == expected
 
 

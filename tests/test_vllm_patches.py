@@ -16,6 +16,9 @@ from serving import paths
 from tests.support.containers import DEMO_ROOT
 from vllm_patches import Patch, PatchError, apply_patch, check, patches, state, vllm_root
 
+# Each test runs vLLM itself: its code in this process, or an engine of its own.
+pytestmark = pytest.mark.engine
+
 
 def test_every_patch_is_applied_to_the_installed_vllm():
     assert set(check().values()) == {"applied"}, check()

@@ -18,6 +18,9 @@ from tests.support.training_jobs import code_chats, job_tree
 from tests.training.test_training_job import train
 from training import choice, start_head
 
+# vLLM drafts with the heads these tests write.
+pytestmark = pytest.mark.engine
+
 K = 4
 
 

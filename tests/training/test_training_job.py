@@ -71,6 +71,7 @@ def train(root: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.engine  # the job's tree holds the demo pair's target
 def test_a_train_channel_without_conversations_fails_with_the_reason(tmp_path) -> None:
     root = job_tree(tmp_path, [], {})
     (root / "input" / "data" / "train" / "train.openai.jsonl").unlink()
@@ -95,6 +96,7 @@ def test_a_bad_hyperparameter_fails_before_any_work(tmp_path) -> None:
     assert not (root / "output" / "work").exists()
 
 
+@pytest.mark.engine  # trains a head, then vLLM drafts with it
 def test_the_job_writes_the_head_vllm_drafts_best_with(tmp_path) -> None:
     """A second start resuming from the checkpoints is the image suite's
     (tests/image/test_training_image.py): the same trainer, as SageMaker restarts it."""
@@ -142,6 +144,7 @@ def test_an_eagle3_job_trains_over_its_k_steps_with_the_draft_vocabulary_asked_f
     assert "--no-embed-requires-grad" not in argv  # embeddings: train, the default
 
 
+@pytest.mark.engine  # trains a head, then vLLM drafts with it
 def test_a_peagle_head_on_the_targets_embeddings_ships_without_them_and_drafts(tmp_path) -> None:
     """embeddings=target: speculators' P-EAGLE would train its own copy regardless
     (training/peagle_embeddings.py); the head written has none, and vLLM drafts with it on
