@@ -22,7 +22,7 @@ def write(
     metrics: FrontMetrics,
     record: RequestRecord,
     method: str,
-    path: str,
+    path: str | bytes,  # as the client sent it: made printable here
     label: str,
     status: int | str,
     **more: object,

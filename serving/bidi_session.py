@@ -343,5 +343,5 @@ class Session:
     def done(request_id: frames.RequestId, answer: Answer) -> str:
         """The request's last frame: the usage and speculation its answer carried."""
         speculation = answer.speculation
-        usage = answer.watcher.usage
-        return frames.done(request_id, usage, None if speculation is None else speculation.record())
+        record = None if speculation is None else speculation.record()
+        return frames.done(request_id, answer.usage, record)

@@ -38,10 +38,12 @@ class Answer:
         self.content_type = upstream.header("content-type")
         self.watcher = AnswerWatcher(self.content_type)
         # Set only when this exchange was chosen for capture: the body the engine got, and
-        # its answer as it comes (dropped when it grows past what capture keeps).
+        # its answer's chunks as they come (dropped when they grow past what capture keeps;
+        # joined once, at the end, so a whole answer is never copied).
         self.capture = capture
         self.request = request
-        self.kept = bytearray() if capture is not None else None
+        self.kept: list[bytes] | None = [] if capture is not None else None
+        self.kept_bytes = 0
 
     def header(self, name: str) -> str:
         return self.upstream.header(name)
@@ -62,6 +64,10 @@ class Answer:
     @property
     def speculation(self) -> Speculation | None:
         return self.watcher.speculation
+
+    @property
+    def usage(self) -> dict | None:
+        return self.watcher.usage
 
     async def read(self) -> bytes:
         """The whole body (raises EngineError when the engine breaks it off)."""
@@ -85,8 +91,9 @@ class Answer:
         self.watcher.feed(chunk)
         if self.kept is None:
             return
-        if len(self.kept) + len(chunk) <= MAX_ANSWER_BYTES:
-            self.kept += chunk
+        self.kept_bytes += len(chunk)
+        if self.kept_bytes <= MAX_ANSWER_BYTES:
+            self.kept.append(chunk)
         else:
             self.kept = None
             self.capture.skip()
@@ -99,7 +106,7 @@ class Answer:
         if watcher.speculation is not None:
             record.speculation = watcher.speculation
         if self.kept is not None:
-            self.capture.offer(self._captured(bytes(self.kept)))
+            self.capture.offer(self._captured(b"".join(self.kept)))
             self.kept = None
 
     def _captured(self, answer: bytes) -> CapturedExchange:

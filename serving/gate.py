@@ -116,8 +116,7 @@ class RequestGate:
                 self.access(scope, label, record, status_seen)
 
     def access(self, scope: Scope, label: str, record: RequestRecord, status: int | str) -> None:
-        path = raw_path(scope).decode("utf-8", errors="backslashreplace")
-        access.write(self.metrics, record, scope["method"], path, label, status)
+        access.write(self.metrics, record, scope["method"], raw_path(scope), label, status)
 
     def refusal(self):
         if (refused := self.refused()) is None:
