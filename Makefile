@@ -243,16 +243,16 @@ load-bodies: setup
 
 # The training image as SageMaker Training runs it, on a prose workload captured from the demo.
 train-head-demo: trained-model image-train-cpu
-	$(PY) -m bench train-head --opt-ml-root $(TRAINED_ROOT) --image $(IMAGE_TRAIN_CPU)
+	$(PY) -m rehearsals train-head --opt-ml-root $(TRAINED_ROOT) --image $(IMAGE_TRAIN_CPU)
 
 rollout-rehearsal: trained-model
-	$(PY) -m bench shadow --config peagle:$(K)
+	$(PY) -m rehearsals rollout --config peagle:$(K)
 
 retrain-demo: trained-model
-	$(PY) -m bench retrain --opt-ml-root $(TRAINED_ROOT)
+	$(PY) -m rehearsals retrain --opt-ml-root $(TRAINED_ROOT)
 
 retrain-agent-demo: trained-model
-	$(PY) -m bench retrain --workload agent --opt-ml-root $(TRAINED_ROOT) --out-dir build/retrain-agent
+	$(PY) -m rehearsals retrain --workload agent --opt-ml-root $(TRAINED_ROOT) --out-dir build/retrain-agent
 
 fidelity: trained-model
 	$(PY) -m bench fidelity --opt-ml-root $(TRAINED_ROOT) --num-probes 48

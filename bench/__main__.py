@@ -1,4 +1,5 @@
-"""`python -m bench COMMAND`: measure the serving container.
+"""`python -m bench COMMAND`: measure the serving container (the head's lifecycle is
+rehearsed by `python -m rehearsals`).
 
   run         concurrency sweep against a URL or a SageMaker endpoint
   sweep       no speculation / EAGLE-3 K=3,5,7 / P-EAGLE K=3,5,7 on local containers
@@ -11,14 +12,9 @@
   coldstart   time to the first /ping 200, front and bare vLLM side by side
   image       the built image against the host process: start-up, docker stop, engine kill
   fault       engine stalled and killed, host and image: time to /ping 503 and back to 200
-  retrain     capture a workload (prose, or agent sessions with tools), fine-tune the P-EAGLE
-              head on it, compare both heads
   ab          one configuration with two environments side by side (the cost of a setting)
   fidelity    constrained tool calls and JSON against the target's free answers, with no
               whitespace allowed (vLLM's disable_any_whitespace) and with the container's bound
-  train-head  the training image on a captured prose workload; its head beside the demo's
-  shadow      head rollout rehearsal: a random head as the shadow, compare's verdict, and
-              the production latency with a shadow attached
   transform   a Batch Transform job of 1,000 records beside real-time calls to the same
               container: records/s, tok/s against the best real-time level, lost records
   bidi        bidirectional streaming against /invocations: throughput, a second turn's first
@@ -37,30 +33,27 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench.commands import (
+from bench import (
     ab,
+    batch_transform,
     bidi,
     coldstart,
     crosscheck,
     crossover,
-    engine,
+    engine_side_by_side,
     fault,
     fidelity,
     image,
     k0_return,
     load,
     overhead,
-    retrain,
     run,
-    shadow,
     sweep,
-    train_head,
-    transform,
 )
 
 COMMANDS = (
-    run, sweep, crossover, overhead, crosscheck, load, coldstart, image, fault, retrain, ab,
-    fidelity, shadow, train_head, transform, bidi, k0_return, engine,
+    run, sweep, crossover, overhead, crosscheck, load, coldstart, image, fault, ab, fidelity,
+    batch_transform, bidi, k0_return, engine_side_by_side,
 )  # fmt: skip
 
 

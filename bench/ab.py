@@ -5,11 +5,20 @@ ratio rather than a number from another day.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from bench.configuration import Configuration, LocalContainer
+from bench.options import (
+    add_local_command,
+    add_prompt_args,
+    add_rounds,
+    configuration_of,
+    int_list,
+    sampled_payloads,
+)
 from bench.report import markdown, write_json
 from bench.side_by_side import FIGURES, failures_note, measure_side_by_side, medians
 
@@ -86,3 +95,39 @@ def run_ab(
     )
     (out_dir / "ab.md").write_text(f"# A/B: {configuration.name}, {rounds} rounds\n\n{text}\n")
     return text
+
+
+HELP = (
+    "the same configuration with two environments (--a-env, --b-env KEY=VALUE), both up "
+    "together, the same requests to each in turn for --rounds rounds; medians and B / A"
+)
+
+
+def add_parser(commands: Any) -> None:
+    parser = add_local_command(commands, "ab", command, HELP)
+    add_prompt_args(parser, 64)
+    parser.add_argument("--a-env", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--b-env", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--concurrency", type=int_list, default=[1, 4], help="default 1,4")
+    add_rounds(parser, 4, "rounds, even so that each variant leads as often")
+
+
+def command(args: argparse.Namespace) -> int:
+    if args.port:
+        raise SystemExit("--port: ab starts two containers, each on a free port; leave it out.")
+    env = {"A": parse_env(args.a_env), "B": parse_env(args.b_env)}
+    if env["A"] == env["B"]:
+        raise SystemExit("--a-env and --b-env are the same; give the setting B changes.")
+    text = run_ab(
+        configuration_of(args),
+        env,
+        sampled_payloads(args),
+        args.concurrency,
+        args.rounds,
+        args.opt_ml_root.absolute(),
+        args.out_dir,
+        args.enforce_eager,
+    )
+    print(text)
+    print(f"\nwrote {args.out_dir}/ab.json and ab.md")
+    return 0

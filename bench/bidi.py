@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import statistics
@@ -23,49 +24,25 @@ import time
 from typing import Any
 
 import httpx
-from websockets.asyncio.client import ClientConnection, connect
 
-from serving.bidi_frames import ROUTE
-from serving.metrics import metric_total
+from bench import report
+from bench.configuration import LocalContainer, parse_configuration
+from bench.engine_activity import (
+    after_stop,
+    generated,
+    wait_idle,
+)
+from bench.options import add_local_args, add_out_dir, add_rounds, drafter_of, settings_of
+from bench.websocket_client import (
+    ENDINGS,
+    integrity,
+    open_session,
+    socket_request,
+    until,
+)
+from workloads.prompts import CODE_INSTRUCTION, humaneval_prompts
 
-RUNNING = "vllm:num_requests_running"
-GENERATED = "vllm:generation_tokens_total"
-# How long vLLM's generated-token count must stay still to call the generation stopped.
-QUIET_SECONDS = 0.4
 LONG = {"prompt": "def parse(text):", "max_tokens": 1500, "ignore_eos": True, "temperature": 0}
-ENDINGS = ("done", "error", "cancelled")
-IDLE_POLL_SECONDS = 0.005
-
-
-def socket_url(url: str) -> str:
-    return "ws" + url.removeprefix("http") + ROUTE
-
-
-async def open_session(url: str) -> ClientConnection:
-    return await connect(
-        socket_url(url), max_size=None, max_queue=None, open_timeout=60, proxy=None
-    )
-
-
-async def next_frame(session: ClientConnection) -> dict:
-    return json.loads(await session.recv())
-
-
-async def until(session: ClientConnection, request_id: Any, kinds: tuple[str, ...]) -> dict:
-    """Frames until one of `kinds` for `request_id`; that frame."""
-    while True:
-        frame = await next_frame(session)
-        if frame["id"] == request_id and frame["type"] in kinds:
-            return frame
-
-
-async def socket_request(session: ClientConnection, request_id: Any, payload: dict) -> int:
-    """One request on the session to its end; its completion tokens."""
-    await session.send(json.dumps({"id": request_id, **payload}))
-    done = await until(session, request_id, ENDINGS)
-    if done["type"] != "done":
-        raise RuntimeError(f"request {request_id} ended with {done}")
-    return int(done["usage"]["completion_tokens"])
 
 
 async def http_request(http: httpx.AsyncClient, payload: dict) -> int:
@@ -151,43 +128,6 @@ async def second_turn(url: str, turn: dict, repeats: int) -> dict[str, Any]:
     }
 
 
-async def running(http: httpx.AsyncClient) -> float:
-    return metric_total((await http.get("/metrics")).text, RUNNING)
-
-
-async def wait_idle(http: httpx.AsyncClient, limit: float = 120) -> float:
-    """Seconds until vLLM runs nothing."""
-    began = time.perf_counter()
-    while await running(http) > 0:
-        if time.perf_counter() - began > limit:
-            raise RuntimeError(f"vLLM still runs a request after {limit} s")
-        await asyncio.sleep(IDLE_POLL_SECONDS)
-    return time.perf_counter() - began
-
-
-async def generated(http: httpx.AsyncClient) -> float:
-    return metric_total((await http.get("/metrics")).text, GENERATED)
-
-
-async def after_stop(http: httpx.AsyncClient, count: float, began: float) -> tuple[float, float]:
-    """Seconds from `began` to the last change of vLLM's generated-token count (`count`
-    just before; polled until it has stood still for QUIET_SECONDS), and to its running
-    gauge reading 0. The first is when generation stopped, to within one scrape (tokens of
-    the scrape before `began` count after it: an upper bound). The gauge is no such clock:
-    an abort that leaves the engine idle publishes no step, so it reads 0 later."""
-    last_change, zero_at = began, None
-    while True:
-        metrics = (await http.get("/metrics")).text
-        now = time.perf_counter()
-        value = metric_total(metrics, GENERATED)
-        if value != count:
-            count, last_change = value, now
-        if zero_at is None and metric_total(metrics, RUNNING) == 0:
-            zero_at = now
-        if zero_at is not None and now - last_change > QUIET_SECONDS:
-            return last_change - began, zero_at - began
-
-
 async def cancel_to_idle(url: str, repeats: int) -> dict[str, Any]:
     """From a cancel frame, and from a dropped HTTP stream, until vLLM generates no more
     tokens, and until its running gauge reads 0."""
@@ -257,97 +197,124 @@ async def idle_sessions_memory(url: str, pid: int, count: int) -> dict[str, Any]
     }
 
 
-def chat_text(frames: list[dict]) -> str:
-    return "".join(
-        choice["delta"].get("content") or ""
-        for frame in frames
-        if frame["type"] == "chunk"
-        for choice in frame["data"].get("choices", [])
+HELP = (
+    "bidirectional streaming (/invocations-bidirectional-stream) against /invocations: "
+    "throughput, a second turn's first token, cancel to idle, memory of idle sessions"
+)
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser("bidi", help=HELP, description=HELP)
+    parser.set_defaults(handler=command)
+    add_out_dir(parser)
+    add_local_args(parser.add_argument_group("local containers"))
+    parser.add_argument(
+        "--configs",
+        default="none,peagle:7",
+        help="configurations measured in turn, comma-separated (default none,peagle:7)",
+    )
+    parser.add_argument("--num-prompts", type=int, default=16, help="HumanEval prompts (16)")
+    parser.add_argument("--max-tokens", type=int, default=64, help="per request (64)")
+    add_rounds(parser, 3, "socket/HTTP rounds")
+    parser.add_argument("--repeats", type=int, default=5, help="for the timings (5)")
+    parser.add_argument("--sessions", type=int, default=256, help="idle sessions (256)")
+    parser.add_argument(
+        "--busy-sessions",
+        type=int,
+        default=16,
+        help="sessions at once for the integrity check, each with requests in flight and one "
+        "cancelled (16)",
     )
 
 
-async def session_with_a_cancel(url: str, payloads: list[dict]) -> dict[Any, list[dict]]:
-    """All of `payloads` sent at once on one session, the second cancelled after its first
-    chunk; every frame by id until each has ended (and the cancel of one that had already
-    ended has been refused)."""
-    frames: dict[Any, list[dict]] = {number: [] for number in range(len(payloads))}
-    session = await open_session(url)
-    try:
-        for number, payload in enumerate(payloads):
-            await session.send(json.dumps({"id": number, **payload, "stream": True}))
-        cancelled = False
-        open_ids = set(frames)
-        while open_ids or (cancelled and not refused_or_cancelled(frames[1])):
-            frame = await next_frame(session)
-            frames[frame["id"]].append(frame)
-            if frame["type"] in ENDINGS and frame["id"] in open_ids:
-                open_ids.discard(frame["id"])
-            if not cancelled and frame["id"] == 1:
-                await session.send(json.dumps({"type": "cancel", "id": 1}))
-                cancelled = True
-    finally:
-        await session.close()
-    return frames
-
-
-def refused_or_cancelled(frames: list[dict]) -> bool:
-    """The cancel was answered: `cancelled`, or a 404 after the request had ended."""
-    return any(
-        frame["type"] == "cancelled" or (frame["type"] == "error" and frame["error"]["code"] == 404)
-        for frame in frames
-    )
-
-
-def faults(frames: list[dict], reference: str) -> list[str]:
-    """What is wrong with one id's frames: anything but chunks before exactly one ending
-    (after it, only the 404 of a cancel that came too late); a done whose text is not the
-    reference, a cancelled one whose text is not a beginning of it; an error."""
-    types = [frame["type"] for frame in frames]
-    first = next((i for i, kind in enumerate(types) if kind in ENDINGS), None)
-    if first is None or set(types[:first]) - {"chunk"}:
-        return [f"frames {types}"]
-    late = frames[first + 1 :]
-    if any(frame["type"] != "error" or frame["error"]["code"] != 404 for frame in late):
-        return [f"frames after the end: {types}"]
-    end, text = frames[first], chat_text(frames)
-    if end["type"] == "done" and text != reference:
-        return [f"done with {text!r}, not {reference!r}"]
-    if end["type"] == "cancelled" and not reference.startswith(text):
-        return [f"cancelled with {text!r}, not a beginning of {reference!r}"]
-    if end["type"] == "error":
-        return [f"error {end['error']}"]
-    return []
-
-
-async def integrity(url: str, payloads: list[dict], sessions: int, per_session: int) -> dict:
-    """`sessions` sessions at once, `per_session` requests each, one cancelled in each."""
-    async with httpx.AsyncClient(base_url=url, timeout=600) as http:
-        references = []
-        for payload in payloads:
-            answer = await http.post("/invocations", json=payload)
-            answer.raise_for_status()
-            references.append(answer.json()["choices"][0]["message"]["content"])
-        await wait_idle(http)
-    chosen = [
-        [(session * per_session + slot) % len(payloads) for slot in range(per_session)]
-        for session in range(sessions)
+def payloads(args: argparse.Namespace) -> list[dict[str, Any]]:
+    return [
+        {
+            "messages": [{"role": "user", "content": CODE_INSTRUCTION + prompt}],
+            "max_tokens": args.max_tokens,
+            "temperature": 0,
+            "ignore_eos": True,
+        }
+        for prompt in humaneval_prompts()[: args.num_prompts]
     ]
-    outcomes = await asyncio.gather(
-        *(session_with_a_cancel(url, [payloads[i] for i in picks]) for picks in chosen)
-    )
-    found: list[str] = []
-    counts = {"done": 0, "cancelled": 0, "frames": 0}
-    for picks, frames in zip(chosen, outcomes, strict=True):
-        for number, pick in enumerate(picks):
-            found += faults(frames[number], references[pick])
-            counts["frames"] += len(frames[number])
-            ending = next((f["type"] for f in frames[number] if f["type"] in ENDINGS), None)
-            if ending in counts:
-                counts[ending] += 1
-    return {
-        "sessions": sessions,
-        "requests": sessions * per_session,
-        **counts,
-        "faulty_ids": len(found),
-        "faults": found[:10],
-    }
+
+
+def measure(url: str, pid: int, args: argparse.Namespace) -> dict[str, Any]:
+    requests = payloads(args)
+
+    async def run() -> dict[str, Any]:
+        return {
+            "throughput": await throughput(url, requests, args.rounds),
+            "second_turn": await second_turn(url, requests[0], args.repeats),
+            "cancel": await cancel_to_idle(url, args.repeats),
+            "memory": await idle_sessions_memory(url, pid, args.sessions),
+            "integrity": await integrity(url, requests, args.busy_sessions, 3),
+        }
+
+    return asyncio.run(run())
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    lines = [
+        "| configuration | socket tok/s | /invocations tok/s | socket / HTTP | second turn "
+        "TTFT: session / new call (ms) | cancel frame to the last token (ms, median / max) | "
+        "to running 0 | dropped stream to the last token (ms) | front RSS with idle sessions |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, result in results.items():
+        speed, turn = result["throughput"], result["second_turn"]
+        cancel, memory = result["cancel"], result["memory"]
+        lines.append(
+            f"| {name} | {speed['socket_tokens_per_s']} | {speed['http_tokens_per_s']} | "
+            f"{speed['socket_over_http']:.2f}x | {turn['session_ttft_ms']} / "
+            f"{turn['new_call_ttft_ms']} | {cancel['cancel_to_last_token_ms']} / "
+            f"{cancel['cancel_to_last_token_max_ms']} | "
+            f"{cancel['cancel_to_running_gauge_0_ms']} | "
+            f"{cancel['dropped_stream_to_last_token_ms']} | "
+            f"{memory['front_rss_mb']} -> {memory['front_rss_with_sessions_mb']} MB with "
+            f"{memory['sessions']} ({memory['kb_per_session']} KB each) |"
+        )
+    for name, result in results.items():
+        check = result["integrity"]
+        lines.append(
+            f"\n- {name}, {check['sessions']} sessions at once with {check['requests']} "
+            f"requests, one cancelled in each: {check['done']} done, {check['cancelled']} "
+            f"cancelled, {check['frames']} frames; ids with a frame lost, reordered or "
+            f"doubled: {check['faulty_ids']}"
+        )
+    if "none" in results and len(results) > 1:
+        alone = results["none"]["throughput"]
+        for name, result in results.items():
+            if name == "none":
+                continue
+            speed = result["throughput"]
+            lines.append(
+                f"\n- {name} / no speculation: over the socket "
+                f"{speed['socket_tokens_per_s'] / alone['socket_tokens_per_s']:.2f}x, through "
+                f"/invocations {speed['http_tokens_per_s'] / alone['http_tokens_per_s']:.2f}x"
+            )
+    return "\n".join(lines)
+
+
+def command(args: argparse.Namespace) -> int:
+    out_dir = args.out_dir / "bidi"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = {}
+    for name in args.configs.split(","):
+        configuration = parse_configuration(name.strip(), drafter_of(args))
+        container = LocalContainer(
+            configuration,
+            opt_ml_root=args.opt_ml_root.absolute(),
+            log_path=out_dir / "logs" / f"{configuration.name}.log",
+            enforce_eager=args.enforce_eager,
+            port=args.port,
+        )
+        with container.start():
+            container.wait_ready()
+            results[configuration.name] = measure(container.url, container.process.pid, args)
+        print(f"{configuration.name}: {results[configuration.name]}", flush=True)
+    report.write_json(out_dir / "bidi.json", {"settings": settings_of(args), "results": results})
+    text = table(results)
+    (out_dir / "bidi.md").write_text(f"# Bidirectional streaming\n\n{text}\n")
+    print(text)
+    return 0

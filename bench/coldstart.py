@@ -7,13 +7,17 @@ front's engine runs at the bare engine's niceness here, so neither is favoured.
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
+from bench import report
 from bench.configuration import Configuration, LocalContainer
+from bench.options import add_local_command, configuration_of
 from harness.container import free_port
 from serving.engine_args.argv import build_argv
 from serving.settings import load_settings
@@ -76,3 +80,22 @@ def measure(
         "front_s": round(ready.get("front", float("nan")), 1),
         "bare_vllm_s": round(ready.get("bare_vllm", float("nan")), 1),
     }
+
+
+HELP = "time to the first /ping 200: front and bare vLLM, side by side"
+
+
+def add_parser(commands: Any) -> None:
+    add_local_command(commands, "coldstart", command, HELP)
+
+
+def command(args: argparse.Namespace) -> int:
+    configuration = configuration_of(args)
+    result = measure(configuration, args.opt_ml_root.absolute(), args.enforce_eager, args.out_dir)
+    report.write_json(args.out_dir / "coldstart.json", result)
+    print(
+        f"cold start to first /ping 200 ({result['configuration']}, "
+        f"enforce_eager={result['enforce_eager']}): front {result['front_s']} s, "
+        f"bare vLLM {result['bare_vllm_s']} s"
+    )
+    return 0

@@ -9,6 +9,8 @@ and arguments the CLI dispatches to) runs from `python -c`."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import subprocess
 import sys
@@ -17,10 +19,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.prompts import prompt_text
+from bench import report
+from bench.options import add_command, add_target_args, payloads_of, serving_target
 from bench.report import markdown
 from bench.run import run_level, warm_up
 from bench.targets import UrlTarget, split_url
+from workloads.prompts import prompt_text
 
 VLLM_BENCH_SERVE = (
     "from vllm.entrypoints.cli.benchmark.serve import BenchmarkServingSubcommand as command; "
@@ -177,3 +181,23 @@ def crosscheck_table(result: dict[str, Any]) -> tuple[str, bool]:
         )
     table = markdown(["metric", "ours", "vllm bench serve", "difference", "within 10%"], rows)
     return table, within
+
+
+def add_parser(commands: Any) -> None:
+    parser = add_command(commands, "crosscheck", command, "compare with vllm bench serve", 64)
+    add_target_args(parser)
+    parser.add_argument("--concurrency", type=int, default=4, help="default 4")
+
+
+def command(args: argparse.Namespace) -> int:
+    payloads = payloads_of(args)
+    with serving_target(args) as (url, _):
+        result = asyncio.run(
+            crosscheck(url, payloads, args.concurrency, args.max_tokens, args.temperature)
+        )
+    table, within = crosscheck_table(result)
+    report.write_json(args.out_dir / "crosscheck.json", result)
+    (args.out_dir / "crosscheck.md").write_text(f"# Cross-check with vllm bench serve\n\n{table}\n")
+    print(table)
+    print(f"\n{'agree' if within else 'DISAGREE'} within 10%; wrote {args.out_dir}/crosscheck.json")
+    return 0 if within else 1

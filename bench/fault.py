@@ -9,16 +9,21 @@ place, so it is compared with that backend's cold start: the goal is within 1.2x
 
 from __future__ import annotations
 
+import argparse
 import signal
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
+from bench import report
 from bench.configuration import Configuration, LocalContainer
+from bench.options import add_local_command, configuration_of
 from harness.container import Container
 from harness.docker import DockerContainer
+from image_build.build import CPU_IMAGE
 
 LONG = {
     "messages": [{"role": "user", "content": "def fibonacci(n):"}],
@@ -112,3 +117,51 @@ def measure(
         finally:
             container.stop()
     return results
+
+
+HELP = "engine stall and kill: time to /ping 503 and back to 200, against the cold start"
+
+
+def add_parser(commands: Any) -> None:
+    parser = add_local_command(commands, "fault", command, HELP)
+    parser.add_argument("--image", default=CPU_IMAGE, help="the built image (%(default)s)")
+    parser.add_argument("--host-only", action="store_true", help="leave the image out")
+    parser.add_argument(
+        "--stall-seconds", type=float, default=10, help="SERVING_ENGINE_STALL_SECONDS (%(default)s)"
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    docker = None
+    if not args.host_only:
+        from image_build.engine import ensure_engine
+
+        docker = ensure_engine()
+    configuration = configuration_of(args)
+    result = measure(
+        configuration,
+        args.opt_ml_root.absolute(),
+        None if args.host_only else args.image,
+        docker,
+        args.stall_seconds,
+        args.out_dir,
+    )
+    report.write_json(args.out_dir / "fault.json", result)
+    rows = [
+        "| backend | cold start s | stall -> /ping 503 s | stall -> /ping 200 s | "
+        "kill -> /ping 503 s | kill -> /ping 200 s | kill recovery / cold start | "
+        "stall recovery / cold start |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for backend in ("host", "image"):
+        if (figures := result.get(backend)) is None:
+            continue
+        rows.append(
+            f"| {backend} | {figures['cold_start_s']} | {figures['stall_to_ping_503_s']} "
+            f"(window {figures['stall_window_s']:g}) | {figures['stall_to_ping_200_s']} | "
+            f"{figures['kill_to_ping_503_s']} | {figures['kill_to_ping_200_s']} | "
+            f"{figures['kill_recovery_over_cold_start']} | "
+            f"{figures['stall_recovery_over_cold_start']} |"
+        )
+    print("\n".join(rows))
+    return 0

@@ -10,13 +10,18 @@ container timed to its exit; then a second image container starts alone and is t
 
 from __future__ import annotations
 
+import argparse
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
+from bench import report
 from bench.configuration import Configuration, LocalContainer
+from bench.options import add_local_command, configuration_of
 from harness.container import Container
 from harness.docker import DockerContainer
+from image_build.build import CPU_IMAGE
 
 
 def timed_exit(container: Container, action, timeout: float = 60) -> tuple[float, int]:
@@ -63,3 +68,30 @@ def measure(
         "engine_kill_to_exit_s": round(kill_seconds, 1),
         "engine_kill_exit_code": kill_code,
     }
+
+
+HELP = "the image against the host process: first /ping 200, docker stop, engine kill"
+
+
+def add_parser(commands: Any) -> None:
+    parser = add_local_command(commands, "image", command, HELP)
+    parser.add_argument("--image", default=CPU_IMAGE, help="the built image")
+
+
+def command(args: argparse.Namespace) -> int:
+    from image_build.engine import ensure_engine
+
+    configuration = configuration_of(args)
+    result = measure(
+        configuration, args.opt_ml_root.absolute(), args.image, ensure_engine(), args.out_dir
+    )
+    report.write_json(args.out_dir / "image.json", result)
+    print(
+        f"first /ping 200 ({result['configuration']}): host {result['host_ready_s']} s, "
+        f"image {result['image_ready_s']} s (started together), image alone "
+        f"{result['image_alone_ready_s']} s; "
+        f"docker stop to exit {result['docker_stop_to_exit_s']} s "
+        f"(code {result['docker_stop_exit_code']}); engine kill to exit "
+        f"{result['engine_kill_to_exit_s']} s (code {result['engine_kill_exit_code']})"
+    )
+    return 0

@@ -11,113 +11,36 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import contextlib
 import json
 import os
 import random
-import sys
-import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
 
+from bench import report
 from bench.client import RequestResult
-from bench.prompts import sampled
+from bench.options import add_command, add_target_args, payloads_of, serving_target
+from bench.pings import (
+    probing,
+)
 from bench.report import markdown
-from bench.stats import ms, percentile
 from bench.targets import UrlTarget
+from workloads.prompts import sampled
 
 PING_INTERVAL_SECONDS = 0.1
 BODY_PING_INTERVAL_SECONDS = 0.02
-PING_TIMEOUT_SECONDS = 2.0  # SageMaker's
-PROBER_START_SECONDS = 60.0
-PROBER_STARTED = "probing"
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 PING_GOAL_P99_MS = 50.0
 REFUSED = (429, 503)
 # After T seconds, requests in flight get this long to finish before they count as lost.
 FINISH_GRACE_SECONDS = 120.0
 MIB = 1024 * 1024
 FILLER = "The quick brown fox jumps over the lazy dog while the model reads on. "
-
-
-@dataclass
-class Pings:
-    latencies: list[float] = field(default_factory=list)  # seconds, failures included
-    failures: Counter = field(default_factory=Counter)  # status or exception name -> count
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "pings": len(self.latencies),
-            "ping_failures": dict(self.failures),
-            "ping_ms_p50": ms(percentile(self.latencies, 50)),
-            "ping_ms_p95": ms(percentile(self.latencies, 95)),
-            "ping_ms_p99": ms(percentile(self.latencies, 99)),
-            "ping_ms_max": ms(max(self.latencies, default=None)),
-        }
-
-
-def probe_pings() -> None:
-    """The prober's process (argv: URL INTERVAL): GET /ping every INTERVAL s with SageMaker's
-    timeout until stdin closes, then the Pings as one JSON line on stdout."""
-    url, interval = sys.argv[1], float(sys.argv[2])
-    stop = threading.Event()
-    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
-    pings = Pings()
-    with httpx.Client(timeout=PING_TIMEOUT_SECONDS) as http:
-        print(PROBER_STARTED, flush=True)
-        next_at = time.monotonic()
-        while not stop.is_set():
-            began = time.perf_counter()
-            try:
-                status = http.get(f"{url}/ping").status_code
-                if status != 200:
-                    pings.failures[str(status)] += 1
-            except httpx.HTTPError as error:
-                pings.failures[type(error).__name__] += 1
-            pings.latencies.append(time.perf_counter() - began)
-            next_at = max(next_at + interval, time.monotonic())
-            stop.wait(next_at - time.monotonic())
-    print(json.dumps({"latencies": pings.latencies, "failures": pings.failures}), flush=True)
-
-
-@contextlib.asynccontextmanager
-async def probing(url: str, interval: float) -> AsyncIterator[Pings]:
-    """/ping timed from a process of its own for the duration of the block: the load's
-    clients share this interpreter and would otherwise delay the prober's clock, not the
-    server's answer. The Pings are filled in when the block ends."""
-    command = [sys.executable, "-c", f"from {__name__} import probe_pings; probe_pings()"]
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        url,
-        str(interval),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        cwd=PACKAGE_ROOT,
-    )
-    pings = Pings()
-    try:
-        line = await asyncio.wait_for(process.stdout.readline(), PROBER_START_SECONDS)
-        if line.decode().strip() != PROBER_STARTED:
-            raise RuntimeError(f"the /ping prober did not start (it said {line!r}).")
-        yield pings
-    finally:
-        process.stdin.close()  # stops it: it prints what it recorded, and exits
-        with contextlib.suppress(TimeoutError):
-            output, _ = await asyncio.wait_for(process.communicate(), 3 * PING_TIMEOUT_SECONDS)
-            if output.strip():
-                recorded = json.loads(output)
-                pings.latencies.extend(recorded["latencies"])
-                pings.failures.update(recorded["failures"])
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
 
 
 def outcome(result: RequestResult) -> str:
@@ -325,3 +248,66 @@ def body_load_table(result: dict[str, Any]) -> str:
             str(sum(result["ping_failures"].values())),
         ]],
     )  # fmt: skip
+
+
+def add_parser(commands: Any) -> None:
+    parser = add_command(
+        commands, "load", command, "N clients for T seconds; nothing may be lost", 64
+    )
+    add_target_args(parser)
+    parser.add_argument("--clients", type=int, default=64, help="default 64")
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds, default 60")
+    parser.add_argument(
+        "--stream-fraction", type=float, default=0.5, help="share of streamed requests, default 0.5"
+    )
+    parser.add_argument(
+        "--body-mb",
+        type=float,
+        help="post chat payloads of this many MiB (one long message, max_tokens 1) instead,"
+        " with /ping every 20 ms; e.g. --body-mb 5 --clients 32",
+    )
+    parser.add_argument(
+        "--client-nice",
+        type=int,
+        default=10,
+        help="with --body-mb: run the clients at this niceness once the /ping prober and any "
+        "--start container run, as clients on other machines would not share the server's CPU "
+        "(default 10, the engine's; 0 to compete with the server)",
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    payloads = None if args.body_mb else payloads_of(args)
+    with serving_target(args) as (url, _):
+        kind = f"{args.body_mb:g} MiB bodies" if args.body_mb else "mixed requests"
+        print(
+            f"{args.clients} clients, {kind}, for {args.duration:.0f} s against {url} ...",
+            flush=True,
+        )
+        began = time.monotonic()
+        if args.body_mb:
+            result = asyncio.run(
+                run_body_load(url, args.clients, args.duration, args.body_mb, args.client_nice)
+            )
+        else:
+            result = asyncio.run(
+                run_load(
+                    url,
+                    payloads,
+                    args.clients,
+                    args.duration,
+                    args.stream_fraction,
+                    args.max_tokens,
+                )
+            )
+    result["wall_s"] = time.monotonic() - began
+    name = "load-bodies" if args.body_mb else "load"
+    report.write_json(args.out_dir / f"{name}.json", result)
+    print(body_load_table(result) if args.body_mb else load_table(result))
+    if result["error_samples"]:
+        print("errors:", result["error_samples"])
+    if args.body_mb:
+        verdict = "met" if result["ping_goal_met"] else "NOT met"
+        print(f"/ping p99 under {PING_GOAL_P99_MS:.0f} ms: {verdict}")
+    print(f"\nwrote {args.out_dir}/{name}.json")
+    return 0 if result["lost"] == 0 else 1

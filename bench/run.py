@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import time
 from collections.abc import Sequence
@@ -10,10 +11,12 @@ from typing import Any, TypeVar
 import httpx
 from tqdm import tqdm
 
+from bench import report
 from bench.acceptance import acceptance_length, acceptance_per_position, read_counters
 from bench.client import RequestResult
+from bench.options import add_levels_command, sampled_payloads, serving_target, settings_of
 from bench.stats import summarize
-from bench.targets import Target
+from bench.targets import Target, make_target
 
 DEFAULT_CONCURRENCY = (1, 4, 8, 32)
 # A chat payload here; token ids for the engine alone (bench/engine_side_by_side.py).
@@ -110,3 +113,39 @@ async def run_sweep(
         await run_level(target, payloads, concurrency, label, show_progress)
         for concurrency in levels
     ]
+
+
+def add_parser(commands: Any) -> None:
+    parser = add_levels_command(
+        commands,
+        "run",
+        command,
+        "concurrency sweep against one target",
+        list(DEFAULT_CONCURRENCY),
+        sagemaker=True,
+    )
+    parser.add_argument("--name", default="bench", help="file name stem of the results")
+
+
+def command(args: argparse.Namespace) -> int:
+    payloads = sampled_payloads(args)
+    with serving_target(args) as (url, _):
+
+        async def sweep() -> list[dict[str, Any]]:
+            target = make_target(
+                url,
+                args.endpoint_name,
+                args.region,
+                max(args.concurrency) + 8,
+                endpoint_url=args.endpoint_url,
+            )
+            try:
+                return await run_sweep(target, payloads, args.concurrency)
+            finally:
+                await target.aclose()
+
+        levels = asyncio.run(sweep())
+    table = report.write_run(args.out_dir, args.name, levels, {"settings": settings_of(args)})
+    print(table)
+    print(f"\nwrote {args.out_dir}/{args.name}.json, .md and .png")
+    return 0

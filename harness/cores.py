@@ -4,7 +4,7 @@ vLLM's CPU build binds its OpenMP threads by itself (`VLLM_CPU_OMP_THREADS_BIND=
 2-core machine it keeps one core back and binds to the other, the same one for every engine.
 Engines started together then all run on core 0 while core 1 idles (the test session's six
 were all ready in 269 s that way, 205 s spread). Worse, two engines serving at once can starve
-each other there: in `bench shadow` the shadow engine's worker, bound to the core where the
+each other there: in `rehearsals rollout` the shadow engine's worker, bound to the core where the
 production engine's worker ran (and spun, waiting on vLLM's shared-memory queue), made no
 progress on its first request for 64 s; the front's stall watch restarted it, and its new
 worker, runnable on that core, ran 0.1% of the time for minutes and never became ready. Each

@@ -12,8 +12,8 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from bench.bidi import chat_text
 from tests.support.bidi import (
+    chat_text,
     completion_text,
     open_session,
     receive,

@@ -161,11 +161,11 @@ def test_an_agent_session_is_captured_and_exported_as_the_tokens_the_target_serv
     generated, the call in the target's own syntax."""
     from transformers import AutoTokenizer
 
-    from bench.agent import sessions, tool_result
     from capture.export import Options, export
     from serving.sse import reassemble_sse
     from tests.support.containers import DEMO_ROOT
     from training.chat_render import render_ids
+    from workloads.agent import sessions, tool_result
 
     session = next(s for s in sessions(707070, 12) if isinstance(s.first_choice, dict))
     tokenizer = AutoTokenizer.from_pretrained(DEMO_ROOT / "model")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from bench.prompts import humaneval_prompts, payload_for
 from tests.support.containers import TRAINED
+from workloads.prompts import humaneval_prompts, payload_for
 
 PROMPTS = [
     "def fibonacci(n):",

@@ -3,12 +3,14 @@ vLLM's structured_outputs (regex, choice, grammar) and TGI's `parameters.grammar
 or not, parse and follow their constraint, and finish before max_tokens (the container's
 xgrammar bounds the whitespace between JSON tokens; a tiny model otherwise writes newlines
 until the limit); and a constrained answer says what the target says freely, for as long as
-that is valid (bench/fidelity.py)."""
+that is valid (`python -m bench fidelity`)."""
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
 import httpx
 import jsonschema
@@ -76,31 +78,33 @@ def test_a_json_object_answer_is_json_without_runs_of_whitespace(peagle):
     assert text.lstrip().startswith("{") and longest_gap(text) <= JSON_MAX_WHITESPACE, text
 
 
-def test_a_constrained_call_says_what_the_target_says_freely_while_that_is_valid(peagle):
+def test_a_constrained_call_says_what_the_target_says_freely_while_that_is_valid(peagle, tmp_path):
     """The target's free tool calls (completions route, no grammar) against the same prompts
     under each grammar: tool_choice auto, named and required, and JSON schemas; and its free
     answers to JSON questions against the same questions under a response_format. Each follows
     the free answer byte for byte up to where the free one leaves the schema, and equals it
     where it is valid whole (any call's shape, the JSON answers); with vLLM's
     disable_any_whitespace the JSON schemas part from it at the first `": "`."""
-    from transformers import AutoTokenizer
-
-    from bench.fidelity import KINDS, Prober
     from tests.support.containers import DEMO_ROOT
 
-    tokenizer = AutoTokenizer.from_pretrained(DEMO_ROOT / "model")
-    prober = Prober(peagle.url, tokenizer, max_tokens=64)
-    tallies, calls = prober.measure(4)
-    prober.close()
+    # The fidelity study, run as a reader runs it against this container: its command line.
+    argv = [sys.executable, "-m", "bench", "fidelity", "--url", peagle.url, "--num-probes", "4"]
+    argv += ["--max-tokens", "64", "--opt-ml-root", str(DEMO_ROOT), "--out-dir", str(tmp_path)]
+    subprocess.run(argv, check=True, capture_output=True, timeout=600)
+    probed = json.loads((tmp_path / "fidelity.json").read_text())["results"]["as served"]
+    calls, tallies = probed.pop("calls"), probed
+    assert set(tallies) == {"auto", "named", "required", "json_schema", "call_shape"} | {
+        "response_format",
+        "json_object",
+    }
     assert calls >= 3
-    for kind in KINDS:
-        tally = tallies[kind]
-        assert tally.follows == tally.probes, (kind, tally.departures)
-        assert tally.equal == tally.whole, (kind, tally.departures)
-    assert tallies["json_schema"].probes == tallies["call_shape"].probes == calls
+    for kind, tally in tallies.items():
+        assert tally["follows"] == tally["probes"], (kind, tally["departures"])
+        assert tally["equal"] == tally["whole"], (kind, tally["departures"])
+    assert tallies["json_schema"]["probes"] == tallies["call_shape"]["probes"] == calls
     # How many free answers are valid whole is the toy's own (none of the shipped pair's 4:
     # its free calls on these long schemas lose their JSON); following them is the container's.
-    assert tallies["response_format"].probes == tallies["json_object"].probes == 4
+    assert tallies["response_format"]["probes"] == tallies["json_object"]["probes"] == 4
 
 
 @pytest.mark.parametrize(

@@ -226,20 +226,3 @@ def test_mini_batches_stay_under_the_payload_limit():
     assert [len(batch) for batch in batches] == [3, 3, 1]
     with pytest.raises(TransformFailed, match="record 1 is .* over MaxPayloadInMB"):
         list(mini_batches([b"x" * (2 * 1024 * 1024)], parameters))
-
-
-def test_the_transform_bench_finds_an_answer_out_of_place():
-    from bench.transform import BAD_RECORD, records_in_place, records_of
-
-    records = records_of([{"prompt": "a"}, {"prompt": "b"}], 5)
-    assert len(records) == 5 and records[2] == BAD_RECORD
-
-    def line(text: str, prompt_tokens: int) -> bytes:
-        answer = {"choices": [{"text": text}], "usage": {"prompt_tokens": prompt_tokens}}
-        return json.dumps(answer).encode()
-
-    error = json.dumps({"error": {"code": 400}}).encode()
-    right = [line("A", 1), line("B", 2), error, line("A", 1), line("B", 2)]
-    assert records_in_place(records, right) == 5
-    swapped = [line("A", 1), line("A", 1), error, line("B", 2), line("B", 2)]
-    assert records_in_place(records, swapped) == 1  # only the bad record's line still fits

@@ -76,9 +76,18 @@ def until_type(session: ClientConnection, request_id: Any, kind: str) -> list[di
 
 
 def completion_text(frames: list[dict]) -> str:
-    return "".join(
-        choice.get("text") or ""
+    return "".join(choice.get("text") or "" for choice in chunk_choices(frames))
+
+
+def chat_text(frames: list[dict]) -> str:
+    return "".join(choice["delta"].get("content") or "" for choice in chunk_choices(frames))
+
+
+def chunk_choices(frames: list[dict]) -> list[dict]:
+    """The choices of a request's chunk frames, in order."""
+    return [
+        choice
         for frame in frames
         if frame["type"] == "chunk"
         for choice in frame["data"].get("choices", [])
-    )
+    ]

@@ -1,18 +1,12 @@
-"""The retraining loop, shown on the demo pair: a workload is captured through the running
-container, exported as a training set, the head fine-tuned on it, and both heads measured
-side by side on held-out requests of that workload and on HumanEval. Two workloads:
-- `prose`: questions the head was not trained on, one request each;
-- `agent`: multi-turn sessions with tools (bench/agent.py): calls, their results, the next
-  call or the answer, every turn captured (capture export keeps the tool calls and results).
-
-Acceptance comes from each answer's own speculation (vLLM's per-request metrics), so the
-two heads are compared on exactly the same requests, sent to both containers in turn; the
-acceptance at each draft position from vLLM's counters around each measurement.
+"""Heads side by side: each on its own container of one configuration, all up together, the
+same held-out requests sent to each in turn, round after round; acceptance from each answer's
+own speculation (vLLM's per-request metrics) and, per draft position, from vLLM's counters
+around each measurement. The retraining loop and the training-image demo compare their heads
+with it.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -23,19 +17,17 @@ from typing import Any
 import httpx
 from tqdm import tqdm
 
-from bench import agent
 from bench.acceptance import acceptance_per_position, parse_counters
 from bench.configuration import Configuration, LocalContainer, parse_configuration
-from bench.prompts import CODE_INSTRUCTION, humaneval_prompts, prose_prompts
 from serving import paths
+from workloads import agent
+from workloads.prompts import CODE_INSTRUCTION, humaneval_prompts
 
-CAPTURED_PROMPTS = 112  # of the 144 prose questions; the other 32 are held out
-CAPTURED_SESSIONS = 144  # agent sessions captured; HELD_OUT_SESSIONS others measure
-HELD_OUT_SESSIONS = 32
 MAX_TOKENS = 64
-CAPTURE_CLIENTS = 4
-WORKLOADS = ("prose", "agent")
+
+
 NO_SPECULATION = "no speculation"
+
 
 # One item of a workload sent, its answers back (a session's several).
 Send = Callable[[httpx.Client, Any], list[dict]]
@@ -61,47 +53,6 @@ class Workload:
     captured: Sequence[Any]
     held_out: Sequence[Any]
     send: Send
-
-
-def workload(name: str) -> Workload:
-    if name == "agent":
-        return Workload(
-            "agent",
-            agent.sessions(agent.SEED, CAPTURED_SESSIONS),
-            agent.sessions(agent.HELD_OUT_SEED, HELD_OUT_SESSIONS),
-            agent.run_session,
-        )
-    prompts = prose_prompts()
-    return Workload("prose", prompts[:CAPTURED_PROMPTS], prompts[CAPTURED_PROMPTS:], send_prompt)
-
-
-def capture(configuration: Configuration, opt_ml: Path, out: Path, load: Workload) -> Path:
-    """Serve the workload's captured part through a container with capture on; return the
-    capture directory."""
-    directory = out / "capture"
-    container = LocalContainer(
-        configuration,
-        opt_ml,
-        log_path=out / "capture.log",
-        extra_env={"SERVING_CAPTURE_DIR": str(directory), "SERVING_EMF_INTERVAL_SECONDS": "0"},
-    )
-    container.start()
-    try:
-        container.wait_ready()
-        with (
-            httpx.Client(base_url=container.url, timeout=120) as http,
-            ThreadPoolExecutor(CAPTURE_CLIENTS) as pool,
-            tqdm(total=len(load.captured), desc="capture ", unit="item") as progress,
-        ):
-
-            def send(item: Any) -> None:
-                load.send(http, item)
-                progress.update(1)
-
-            list(pool.map(send, load.captured))
-    finally:
-        container.stop()
-    return directory
 
 
 def measure(
@@ -220,82 +171,6 @@ def workloads_for(load: Workload, code_prompts: int) -> dict[str, tuple[Sequence
     return {f"{load.name} (held out)": (load.held_out, load.send), "humaneval": (code, send_prompt)}
 
 
-@dataclass(frozen=True)
-class Loop:
-    """The loop's first half: the workload captured and exported, the head fine-tuned."""
-
-    load: Workload
-    training_set: Path  # the export's train.openai.jsonl
-    written: int
-    tuned: Path  # an /opt/ml tree: the demo target and the fine-tuned head
-    tuning: dict
-
-
-def capture_and_export(
-    configuration: Configuration, opt_ml: Path, out: Path, load: Workload
-) -> tuple[Path, int]:
-    """The workload's captured part served with capture on and exported: the training set
-    and its size."""
-    from capture.export import Options, export
-
-    summary = export(
-        Options(inputs=(capture(configuration, opt_ml, out, load),), out_dir=out / "train")
-    )
-    print(summary.line(out / "train"), flush=True)
-    return out / "train" / "train.openai.jsonl", summary.written
-
-
-def capture_and_finetune(
-    configuration: Configuration, opt_ml: Path, out: Path, load: Workload | None = None
-) -> Loop:
-    from model_data_sources.finetune import finetune
-
-    load = load or workload("prose")
-    training_set, written = capture_and_export(configuration, opt_ml, out, load)
-    tuned = out / "opt_ml"
-    tuning = finetune(opt_ml, training_set, tuned)
-    return Loop(load, training_set, written, tuned, tuning)
-
-
-def run_loop(
-    configuration: Configuration,
-    opt_ml: Path,
-    out: Path,
-    code_prompts: int,
-    workload_name: str = "prose",
-    rounds: int = 1,
-    fine_tuned: Path | None = None,
-) -> dict:
-    """The loop: capture, export, fine-tune, compare. With `fine_tuned` (an /opt/ml tree a
-    run of the loop wrote), only the comparison runs, against that head."""
-    started = time.monotonic()
-    load = workload(workload_name)
-    loop = (
-        Loop(load, fine_tuned, 0, fine_tuned, {})
-        if fine_tuned
-        else capture_and_finetune(configuration, opt_ml, out, load)
-    )
-    figures = compare(
-        configuration,
-        {"base": opt_ml, "fine-tuned": loop.tuned},
-        workloads_for(loop.load, code_prompts),
-        out,
-        no_speculation=workload_name == "agent",
-        rounds=rounds,
-    )
-    return {
-        "configuration": configuration.describe(),
-        "workload": loop.load.name,
-        "captured_items": len(loop.load.captured),
-        "training_set": loop.written,
-        "fine_tune": loop.tuning,
-        "fine_tuned_head": str(loop.tuned),
-        "rounds": rounds,
-        "side_by_side": figures,
-        "seconds": round(time.monotonic() - started, 1),
-    }
-
-
 def side_by_side_table(rows: list[dict]) -> list[str]:
     """compare's rows as a markdown table, one line per (workload, concurrency, head)."""
     lines = [
@@ -312,37 +187,6 @@ def side_by_side_table(rows: list[dict]) -> list[str]:
     ]
 
 
-def table(result: dict) -> str:
-    rows = result["side_by_side"]
-    lines = side_by_side_table(rows)
-    by_key = {(row["workload"], row["concurrency"], row["head"]): row for row in rows}
-    lines.append("")
-    for workload, concurrency, head in by_key:
-        if head != "fine-tuned":
-            continue
-        tuned, base = by_key[workload, concurrency, head], by_key[workload, concurrency, "base"]
-        length = tuned["mean_acceptance_length"] / base["mean_acceptance_length"]
-        speed = tuned["output_tokens_per_s"] / base["output_tokens_per_s"]
-        line = (
-            f"- {workload}, c={concurrency}: fine-tuned / base acceptance length {length:.2f}x, "
-            f"output tok/s {speed:.2f}x"
-        )
-        none = by_key.get((workload, concurrency, NO_SPECULATION))
-        if none:
-            speeds = {
-                name: by_key[workload, concurrency, name]["output_tokens_per_s"]
-                for name in ("base", "fine-tuned")
-            }
-            ratios = [
-                f"{name} {speed / none['output_tokens_per_s']:.2f}x"
-                + round_range(by_key[workload, concurrency, name], none)
-                for name, speed in speeds.items()
-            ]
-            line += f"; P-EAGLE / no speculation: {', '.join(ratios)}"
-        lines.append(line)
-    return "\n".join(lines)
-
-
 def round_range(row: dict, none: dict) -> str:
     """' (rounds A-B)': the ratio of each interleaved round, when there were several."""
     ratios = [
@@ -352,8 +196,3 @@ def round_range(row: dict, none: dict) -> str:
         )
     ]
     return f" (rounds {min(ratios):.2f}-{max(ratios):.2f})" if len(ratios) > 1 else ""
-
-
-def write(result: dict, out: Path) -> None:
-    (out / "retrain.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / "retrain.md").write_text(table(result) + "\n")

@@ -21,7 +21,6 @@ from bench.acceptance import (
 from bench.client import StreamTimer, json_result
 from bench.configuration import DEMO_SCHEDULE, default_configuration, parse_configuration
 from bench.load import run_load
-from bench.prompts import load_payloads
 from bench.report import COLUMNS
 from bench.side_by_side import FIGURES, failures, medians
 from bench.stats import digest, summarize
@@ -29,6 +28,7 @@ from bench.sweep import finalists, write_report
 from harness.paths import QUICK_DEMO_ROOT
 from serving import paths
 from tests.support.containers import build_demo_pair
+from workloads.prompts import load_payloads
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -349,64 +349,6 @@ def test_load_with_big_bodies_answers_every_request(peagle, tmp_path):
     assert None not in (result[f"ping_ms_{stat}"] for stat in ("p50", "p95", "p99", "max"))
 
 
-def test_the_retrain_table_compares_the_heads_on_the_same_workload_and_concurrency():
-    from bench import retrain
-
-    base = {"draft": 70, "accepted": 30, "tokens": 40, "seconds": 2, "by_position": [0.9, 0.5]}
-    tuned = {"draft": 70, "accepted": 50, "tokens": 60, "seconds": 2, "by_position": [1.0, 0.75]}
-    rows = [
-        retrain.row("prose", 1, "base", base, 7),
-        retrain.row("prose", 1, "fine-tuned", tuned, 7),
-    ]
-    # 10 verify steps of K=7: 1 + 30/10 = 4.0 and 1 + 50/10 = 6.0 tokens per step.
-    assert [row["mean_acceptance_length"] for row in rows] == [4.0, 6.0]
-    text = retrain.table({"side_by_side": rows})
-    assert "prose, c=1: fine-tuned / base acceptance length 1.50x, output tok/s 1.50x" in text
-    assert "| prose | 1 | fine-tuned | 6.0 | 1.00, 0.75 | 30.0 |" in text
-
-
-def test_the_retrain_rounds_are_summed_and_each_rounds_ratio_to_no_speculation_shown():
-    from bench import retrain
-
-    def counts(tokens: int, seconds: float, by_position: list[float]) -> dict:
-        return {
-            "draft": 14, "accepted": 7, "tokens": tokens, "seconds": seconds,
-            "by_position": by_position,
-        }  # fmt: skip
-
-    tuned = retrain.merged([counts(100, 1, [0.8, 0.4]), counts(100, 2, [0.6, 0.2])])
-    alone = retrain.merged([counts(100, 2, []), counts(100, 2, [])])
-    rows = [
-        retrain.row("agent", 1, "base", tuned, 7),
-        retrain.row("agent", 1, "fine-tuned", tuned, 7),
-        retrain.row("agent", 1, retrain.NO_SPECULATION, alone, 7),
-    ]
-    assert rows[1]["output_tokens_per_s"] == round(200 / 3, 1)
-    assert rows[1]["acceptance_per_position"] == [0.7, 0.3]
-    assert rows[1]["rounds_tokens_per_s"] == [100.0, 50.0]
-    # The whole: 66.7 against 50 tok/s; round by round: 2.0x and 1.0x.
-    assert "fine-tuned 1.33x (rounds 1.00-2.00)" in retrain.table({"side_by_side": rows})
-
-
-def test_agent_sessions_rotate_the_first_tool_choice_and_name_the_tool_asked_for():
-    from bench.agent import sessions
-
-    drawn = sessions(707070, 30)
-    assert drawn == sessions(707070, 30)  # seeded: the same sessions on every machine
-    choices = [session.first_choice for session in drawn]
-    assert {"auto", "required"} <= {choice for choice in choices if isinstance(choice, str)}
-    named = [
-        (choice, session)
-        for choice, session in zip(choices, drawn, strict=True)
-        if isinstance(choice, dict)
-    ]
-    assert named
-    for choice, session in named:
-        offered = {tool["function"]["name"] for tool in session.tools}
-        assert choice["function"]["name"] in offered
-    assert all(session.messages[-1]["role"] == "user" for session in drawn)
-
-
 def test_ab_reports_each_figure_as_b_against_a_from_the_median_round():
     from bench.ab import table
 
@@ -449,7 +391,7 @@ def test_ab_refuses_settings_that_are_not_key_value(capsys):
 
 def test_a_schedule_configuration_is_what_make_serve_serves_on_the_trained_pair():
     configuration = parse_configuration(DEMO_SCHEDULE, None)
-    makefile = (Path(__file__).parents[1] / "Makefile").read_text()
+    makefile = (Path(__file__).parents[2] / "Makefile").read_text()
     served = re.search(r"^SCHEDULED_SPECULATION := (.*)$", makefile, re.MULTILINE)
     assert served is not None
     assert configuration.speculative_config() == json.loads(served.group(1))
@@ -480,7 +422,7 @@ def test_the_default_configuration_drafts_no_deeper_than_the_head_was_trained(
 
 
 def test_the_bidi_table_puts_the_socket_beside_invocations_and_speculation_beside_none():
-    from bench.commands.bidi import table
+    from bench.bidi import table
 
     def result(socket: float, http: float) -> dict:
         return {
@@ -510,7 +452,7 @@ def test_the_bidi_table_puts_the_socket_beside_invocations_and_speculation_besid
 
 
 def test_the_bidi_integrity_check_finds_a_lost_a_reordered_and_a_doubled_frame():
-    from bench.bidi import faults
+    from bench.websocket_client import faults
 
     def chunk(text: str) -> dict:
         return {"type": "chunk", "data": {"choices": [{"delta": {"content": text}}]}}

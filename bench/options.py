@@ -1,4 +1,5 @@
-"""What the subcommands share: prompt and target arguments, and the container a run targets."""
+"""The options the commands share, each declared once (prompts and generation, the target,
+local containers, --rounds, --concurrency), and the container a run targets."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from bench.configuration import (
     default_configuration,
     parse_configuration,
 )
-from bench.prompts import load_payloads, sampled
 from harness.container import Container
 from harness.paths import default_opt_ml_root
 from serving import paths
+from workloads.prompts import load_payloads, sampled
 
 DEFAULT_OUT_DIR = Path("build") / "bench"
 Handler = Callable[[argparse.Namespace], int]
@@ -36,6 +37,23 @@ def int_list(text: str) -> list[int]:
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} needs numbers of 1 or more")
     return values
+
+
+def rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of rounds") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 0 or more rounds")
+    return value
+
+
+def add_rounds(parser: Any, default: int, what: str = "interleaved rounds") -> None:
+    """--rounds, the same option in every command that repeats its comparison."""
+    parser.add_argument(
+        "--rounds", type=rounds, default=default, help=f"{what} (default %(default)s)"
+    )
 
 
 def add_command(
@@ -87,10 +105,10 @@ def add_prompt_args(parser: argparse.ArgumentParser, max_tokens: int = 128) -> N
         choices=["humaneval", "structured", "json", "agent"],
         default="humaneval",
         help="humaneval (default); structured: tool calls (auto, required) and JSON-schema "
-        "answers, each ended by its grammar (bench/structured.py); json: its JSON questions "
+        "answers, each ended by its grammar (workloads/structured.py); json: its JSON questions "
         "alone, under json_schema and json_object, for a target without tool calls; agent: "
         "multi-turn agent sessions with tools replayed turn by turn, the call, its result, "
-        "the answer (bench/agent.py)",
+        "the answer (workloads/agent.py)",
     )
     group.add_argument("--num-prompts", type=int, help="use only the first N prompts")
     group.add_argument(
@@ -236,15 +254,15 @@ def payloads_of(args: argparse.Namespace) -> list[dict[str, Any]]:
     if workload != "humaneval" and args.prompts is not None:
         raise SystemExit(f"--workload {workload} brings its own prompts; leave out --prompts.")
     if workload == "structured":
-        from bench.structured import structured_payloads
+        from workloads.structured import structured_payloads
 
         return structured_payloads(args.num_prompts)
     if workload == "json":
-        from bench.structured import json_payloads
+        from workloads.structured import json_payloads
 
         return json_payloads(args.num_prompts)
     if workload == "agent":
-        from bench.agent import agent_payloads
+        from workloads.agent import agent_payloads
 
         return agent_payloads(args.num_prompts)
     return load_payloads(args.prompts, args.num_prompts, args.api)

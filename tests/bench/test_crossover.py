@@ -1,9 +1,9 @@
-"""bench crossover's choices (bench/crossover.py): the fastest K per load, the schedule that
+"""bench crossover's choices (bench/envelope.py): the fastest K per load, the schedule that
 follows it, and a config the container's own preflight accepts."""
 
 from __future__ import annotations
 
-from bench.crossover import (
+from bench.envelope import (
     envelope,
     ratio_spread,
     schedule,

@@ -1,0 +1,1 @@
+"""The head's lifecycle rehearsed: retrain, train-head and rollout (`python -m rehearsals`)."""
