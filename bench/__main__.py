@@ -30,7 +30,6 @@ run, overhead, crosscheck and load take --url of a running container, or --start
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from bench import (
@@ -50,6 +49,7 @@ from bench import (
     run,
     sweep,
 )
+from bench.options import main_of
 
 COMMANDS = (
     run, sweep, crossover, overhead, crosscheck, load, coldstart, image, fault, ab, fidelity,
@@ -57,21 +57,8 @@ COMMANDS = (
 )  # fmt: skip
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    for command in COMMANDS:
-        command.add_parser(commands)
-    return parser
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return args.handler(args)
+    return main_of("python -m bench", __doc__, COMMANDS, argv)
 
 
 if __name__ == "__main__":

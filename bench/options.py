@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,19 @@ def int_list(text: str) -> list[int]:
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} needs numbers of 1 or more")
     return values
+
+
+def main_of(prog: str, description: str, modules: Sequence[Any], argv: list[str] | None) -> int:
+    """The command line of a package of commands: each module adds its parser (add_parser)
+    and names its handler; the one chosen runs."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    for module in modules:
+        module.add_parser(commands)
+    args = parser.parse_args(argv)
+    return args.handler(args)
 
 
 def rounds(text: str) -> int:

@@ -12,29 +12,16 @@ the demo pair, with the product's own parts.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+from bench.options import main_of
 from rehearsals import retrain, rollout, train_head
 
 COMMANDS = (retrain, train_head, rollout)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m rehearsals",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    for command in COMMANDS:
-        command.add_parser(commands)
-    return parser
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return args.handler(args)
+    return main_of("python -m rehearsals", __doc__, COMMANDS, argv)
 
 
 if __name__ == "__main__":

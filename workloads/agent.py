@@ -42,8 +42,8 @@ def sessions(seed: int, count: int) -> list[Session]:
     """`count` sessions: the corpus's conversations cut where the assistant first speaks (as
     tool_use.openings cuts them), the first turn's tool_choice rotating; `named` names the
     tool the request is about (auto for a question no tool serves)."""
-    from workloads.structured import CODE
     from model_data_sources.tool_use import conversation
+    from workloads.structured import CODE
 
     rng = random.Random(seed)
     drawn = []
@@ -141,8 +141,8 @@ def agent_payloads(count: int | None = None) -> list[dict[str, Any]]:
     its result), so every turn can be sent on its own and the configurations compared on the
     same requests: the first turn with its rotating tool_choice, the turns after a result with
     auto (the answer in words, or the next call). HELD_OUT_SEED's sessions, `count` turns."""
-    from workloads.structured import CODE
     from model_data_sources.tool_use import conversation
+    from workloads.structured import CODE
 
     rng = random.Random(HELD_OUT_SEED)
     payloads: list[dict[str, Any]] = []
