@@ -12,7 +12,8 @@ rehearsed by `python -m rehearsals`).
   coldstart   time to the first /ping 200, front and bare vLLM side by side
   image       the built image against the host process: start-up, docker stop, engine kill
   fault       engine stalled and killed, host and image: time to /ping 503 and back to 200
-  ab          one configuration with two environments side by side (the cost of a setting)
+  compare     containers of variants side by side, each a configuration, settings added to it
+              (peagle:3+SERVING_CAPTURE_DIR=/tmp/c), or both: the cost of a setting
   fidelity    constrained tool calls and JSON against the target's free answers, with no
               whitespace allowed (vLLM's disable_any_whitespace) and with the container's bound
   transform   a Batch Transform job of 1,000 records beside real-time calls to the same
@@ -33,7 +34,6 @@ from __future__ import annotations
 import sys
 
 from bench import (
-    ab,
     batch_transform,
     bidi,
     coldstart,
@@ -48,11 +48,12 @@ from bench import (
     overhead,
     run,
     sweep,
+    variants,
 )
 from bench.options import main_of
 
 COMMANDS = (
-    run, sweep, crossover, overhead, crosscheck, load, coldstart, image, fault, ab, fidelity,
+    run, sweep, crossover, overhead, crosscheck, load, coldstart, image, fault, variants, fidelity,
     batch_transform, bidi, k0_return, engine_side_by_side,
 )  # fmt: skip
 

@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 
 from bench import report
+from bench.compare import compare_async
 from bench.configuration import LocalContainer, parse_configuration
 from bench.engine_activity import (
     after_stop,
@@ -60,22 +61,24 @@ async def http_request(http: httpx.AsyncClient, payload: dict) -> int:
 
 async def throughput(url: str, payloads: list[dict], rounds: int) -> dict[str, Any]:
     """Output tokens/s of the same requests, one at a time, socket and HTTP in turn."""
-    speeds: dict[str, list[float]] = {"socket": [], "http": []}
     async with httpx.AsyncClient(base_url=url, timeout=600) as http:
         session = await open_session(url)
+
+        async def one_by_one(path: str, level: int, round_number: int) -> float:
+            began = time.perf_counter()
+            tokens = 0
+            for number, payload in enumerate(payloads):
+                if path == "socket":
+                    tokens += await socket_request(session, number, payload)
+                else:
+                    tokens += await http_request(http, payload)
+            return tokens / (time.perf_counter() - began)
+
         try:
-            for _ in range(rounds):
-                for path in ("socket", "http"):
-                    began = time.perf_counter()
-                    tokens = 0
-                    for number, payload in enumerate(payloads):
-                        if path == "socket":
-                            tokens += await socket_request(session, number, payload)
-                        else:
-                            tokens += await http_request(http, payload)
-                    speeds[path].append(tokens / (time.perf_counter() - began))
+            measured = await compare_async(one_by_one, ["socket", "http"], [1], rounds, "abba")
         finally:
             await session.close()
+    speeds = {path: by_level[1] for path, by_level in measured.items()}
     return {
         "socket_tokens_per_s": round(statistics.median(speeds["socket"]), 1),
         "http_tokens_per_s": round(statistics.median(speeds["http"]), 1),

@@ -30,6 +30,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from bench.compare import compare
 from bench.configuration import Configuration, local_engine_settings, parse_configuration
 from bench.options import (
     add_local_args,
@@ -180,23 +181,17 @@ def side_by_side(
     arrive_first: int = 0,
     progress: Callable[[str], None] = lambda line: None,
 ) -> Comparison:
-    """Each round, each level, each engine in turn; the order flips every round so that no
-    engine always runs first."""
-    names = list(engines)
-    runs: dict[int, dict[str, list[LevelRun]]] = {
-        level: {name: [] for name in names} for level in levels
-    }
-    for number in range(rounds):
-        order = names if number % 2 == 0 else names[::-1]
-        for level in levels:
-            batch = requests_for_level(prompts, level)
-            for name in order:
-                run = closed_loop(engines[name], batch, level, params, arrive_first)
-                runs[level][name].append(run)
-                progress(
-                    f"round {number + 1}/{rounds} c={level} {name}: {run.tokens_per_s:.1f} tok/s"
-                )
-    return Comparison(names, runs)
+    """Each round, each level, each engine in turn, A B B A (`bench.compare`)."""
+
+    def one(name: str, level: int, number: int) -> LevelRun:
+        batch = requests_for_level(prompts, level)
+        run = closed_loop(engines[name], batch, level, params, arrive_first)
+        progress(f"round {number + 1}/{rounds} c={level} {name}: {run.tokens_per_s:.1f} tok/s")
+        return run
+
+    measured = compare(one, list(engines), levels, rounds, order="abba")
+    runs = {level: {name: measured[name][level] for name in engines} for level in levels}
+    return Comparison(list(engines), runs)
 
 
 def table(comparison: Comparison) -> str:

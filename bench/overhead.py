@@ -13,6 +13,7 @@ import httpx
 
 from bench import report
 from bench.client import RequestResult, send
+from bench.compare import compare_async
 from bench.options import (
     add_levels_command,
     add_rounds,
@@ -55,22 +56,25 @@ async def measure_level(
     """`front_cpu` reads the front process's CPU seconds (its own, not its children's): what
     it spends per relayed token is the figure the machine's noise does not move."""
     batch = requests_for_level(payloads, concurrency)
+    targets = {"direct": direct, "front": front}
     front_cpu_seconds = 0.0
-    collected: dict[str, tuple[list[RequestResult], float]] = {
-        "direct": ([], 0.0),
-        "front": ([], 0.0),
+
+    async def leg(name: str, level: int, round_number: int) -> tuple[list[RequestResult], float]:
+        nonlocal front_cpu_seconds
+        cpu_before = front_cpu() if front_cpu and name == "front" else 0.0
+        leg_measured = await run_batch(targets[name], batch, level)
+        if front_cpu and name == "front":
+            front_cpu_seconds += front_cpu() - cpu_before
+        return leg_measured
+
+    measured = await compare_async(leg, list(targets), [concurrency], rounds, order="abba")
+    collected = {
+        name: (
+            [result for results, _ in legs[concurrency] for result in results],
+            sum(wall for _, wall in legs[concurrency]),
+        )
+        for name, legs in measured.items()
     }
-    for round_number in range(rounds):
-        order = [("direct", direct), ("front", front)]
-        if round_number % 2:
-            order.reverse()
-        for name, target in order:
-            cpu_before = front_cpu() if front_cpu and name == "front" else 0.0
-            results, wall = await run_batch(target, batch, concurrency)
-            if front_cpu and name == "front":
-                front_cpu_seconds += front_cpu() - cpu_before
-            previous, previous_wall = collected[name]
-            collected[name] = (previous + results, previous_wall + wall)
     direct_summary = leg_summary(*collected["direct"])
     front_summary = leg_summary(*collected["front"])
 

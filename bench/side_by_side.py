@@ -1,7 +1,7 @@
 """Containers measured side by side: all up together, the same requests sent to each in
 turn, round after round, so a noisy machine weighs on all alike, and each figure taken as the
-median over the rounds. `ab` compares two environments of one configuration this way; the
-sweep, its finalists.
+median over the rounds (the loop is `bench.compare`'s). `compare` measures its variants this
+way; the sweep, its finalists; crossover, each K.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from statistics import median
 from typing import Any
 
+from bench.compare import compare_async
 from bench.configuration import LocalContainer
 from bench.run import run_level, warm_up
 from bench.targets import UrlTarget
@@ -31,23 +32,15 @@ async def measure_rounds(
     levels: Sequence[int],
     rounds: int,
 ) -> dict[str, dict[int, list[dict[str, Any]]]]:
-    """Every level on every variant, `rounds` times."""
+    """Every level on every variant, `rounds` times, in rotation."""
     for target in targets.values():
         await warm_up(target, payloads)
-    measured: dict[str, dict[int, list[dict[str, Any]]]] = {
-        name: {level: [] for level in levels} for name in targets
-    }
-    names = list(targets)
-    for round_number in range(rounds):
-        for level_number, level in enumerate(levels):
-            # Rotated each round and each level, so no variant always goes first.
-            turn = (round_number + level_number) % len(names)
-            for name in names[turn:] + names[:turn]:
-                label = f"round {round_number + 1} {name} "
-                measured[name][level].append(
-                    await run_level(targets[name], payloads, level, label=label)
-                )
-    return measured
+
+    async def one(name: str, level: int, round_number: int) -> dict[str, Any]:
+        label = f"round {round_number + 1} {name} "
+        return await run_level(targets[name], payloads, level, label=label)
+
+    return await compare_async(one, list(targets), levels, rounds)
 
 
 def measure_side_by_side(

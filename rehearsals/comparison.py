@@ -18,6 +18,7 @@ import httpx
 from tqdm import tqdm
 
 from bench.acceptance import acceptance_per_position, parse_counters
+from bench.compare import compare as side_by_side
 from bench.configuration import Configuration, LocalContainer, parse_configuration
 from serving import paths
 from workloads import agent
@@ -125,28 +126,30 @@ def compare(
         first = next(iter(heads.values()))
         none = parse_configuration("none", paths.channel_dir(first))
         containers[NO_SPECULATION] = LocalContainer(none, first, log_path=out / "compare-none.log")
-    runs: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
-    total = (
-        sum(len(items) for items, _ in workloads.values())
-        * len(containers)
-        * len(concurrencies)
-        * rounds
-    )
+    levels = [(concurrency, workload) for concurrency in concurrencies for workload in workloads]
+    total = sum(len(workloads[workload][0]) for _, workload in levels) * len(containers) * rounds
     try:
         for container in containers.values():
             container.start()
         for container in containers.values():
             container.wait_ready()
         with tqdm(total=total, desc="compare ", unit="req") as progress:
-            for _ in range(rounds):
-                for concurrency in concurrencies:
-                    for workload, (items, send) in workloads.items():
-                        for name, container in containers.items():
-                            counts = measure(container.url, items, send, concurrency, progress)
-                            runs.setdefault((workload, concurrency, name), []).append(counts)
+
+            def one(name: str, level: tuple[int, str], round_number: int) -> dict[str, Any]:
+                concurrency, workload = level
+                items, send = workloads[workload]
+                return measure(containers[name].url, items, send, concurrency, progress)
+
+            # A B B A, so that each head leads as often.
+            measured = side_by_side(one, list(containers), levels, rounds, order="abba")
     finally:
         for container in containers.values():
             container.stop()
+    runs = {
+        (workload, concurrency, name): measured[name][(concurrency, workload)]
+        for concurrency, workload in levels
+        for name in containers
+    }
     k = configuration.k or 1
     return [
         row(workload, concurrency, name, merged(counts), k)

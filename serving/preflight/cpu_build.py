@@ -38,5 +38,5 @@ def check_cpu_preload(environ: Mapping[str, str], warnings: list[str]) -> None:
             "LD_PRELOAD has no libiomp5.so on this CPU build of vLLM. vLLM's CPU guide preloads "
             "it for speed, but on a 2-core AVX2 machine it made P-EAGLE slower (0.84x output "
             "tokens/s at 1 client, 0.85x at 4); before adding it, compare both on this machine "
-            "with `python -m bench ab`."
+            "with `python -m bench compare`."
         )

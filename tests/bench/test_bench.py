@@ -349,8 +349,8 @@ def test_load_with_big_bodies_answers_every_request(peagle, tmp_path):
     assert None not in (result[f"ping_ms_{stat}"] for stat in ("p50", "p95", "p99", "max"))
 
 
-def test_ab_reports_each_figure_as_b_against_a_from_the_median_round():
-    from bench.ab import table
+def test_compare_reports_each_figure_against_the_first_variant_from_the_median_round():
+    from bench.variants import table
 
     def level(tokens_per_s: float, latency: float, failed: int = 0) -> dict:
         return {
@@ -363,30 +363,39 @@ def test_ab_reports_each_figure_as_b_against_a_from_the_median_round():
         }
 
     measured = {
-        "A": {1: [level(100, 50), level(90, 70), level(1, 60)]},
-        "B": {1: [level(95, 61), level(99, 62), level(97, 600, failed=2)]},
+        "peagle:7": {1: [level(100, 50), level(90, 70), level(1, 60)]},
+        "peagle:7+X=1": {1: [level(95, 61), level(99, 62), level(97, 600, failed=2)]},
     }
     summary = medians(measured)
-    assert summary["A"][1]["output_tokens_per_s"] == 90  # one slow round does not move it
-    assert summary["B"][1]["latency_ms_p50"] == 62
-    text = table(summary, {"A": {}, "B": {"SERVING_CAPTURE_DIR": "/tmp/c"}})
-    assert "- B: SERVING_CAPTURE_DIR=/tmp/c" in text and "- A: (defaults)" in text
+    assert summary["peagle:7"][1]["output_tokens_per_s"] == 90  # one slow round does not move it
+    assert summary["peagle:7+X=1"][1]["latency_ms_p50"] == 62
+    text = table(summary, list(measured))
+    assert "| peagle:7+X=1 / peagle:7 (peagle:7+X=1 - peagle:7) |" in text
     assert "| 1 | tok/s | 90.00 | 97.00 | 1.078x (+7.00) |" in text
     assert "| 1 | TTFT p50 ms | n/a | n/a | - |" in text  # no figure, said so
     assert "| 1 | failed requests | 0 | 2 | - |" in text
-    assert failures(summary) == ["B at c=1: 2 requests failed: 503 EngineUnavailable"]
+    assert failures(summary) == ["peagle:7+X=1 at c=1: 2 requests failed: 503 EngineUnavailable"]
 
 
-def test_ab_refuses_settings_that_are_not_key_value(capsys):
+def test_a_variant_is_a_configuration_with_the_settings_it_adds():
+    from bench.variants import parse_variant
+
+    variant = parse_variant("peagle:3+SERVING_CAPTURE_DIR=/tmp/c+SERVING_X=a=b", None)
+    assert variant.configuration.k == 3 and variant.configuration.method == "peagle"
+    assert variant.env == {"SERVING_CAPTURE_DIR": "/tmp/c", "SERVING_X": "a=b"}
+    assert parse_variant("none", None).env == {}
+
+
+def test_compare_refuses_variants_it_cannot_tell_apart_or_read(capsys):
     with pytest.raises(SystemExit) as refused:
-        main(["ab", "--b-env", "SERVING_CAPTURE_DIR"])
+        main(["compare", "peagle:3", "peagle:3+SERVING_CAPTURE_DIR"])
     assert "is not KEY=VALUE" in str(refused.value)
     with pytest.raises(SystemExit) as same:
-        main(["ab"])
-    assert "are the same" in str(same.value)
+        main(["compare", "peagle:3", "peagle:3"])
+    assert "differ" in str(same.value)
     with pytest.raises(SystemExit) as port:
-        main(["ab", "--port", "8080", "--b-env", "A=1"])
-    assert "leave it out" in str(port.value)
+        main(["compare", "--port", "8080", "none", "peagle:3"])
+    assert "free port" in str(port.value)
 
 
 def test_a_schedule_configuration_is_what_make_serve_serves_on_the_trained_pair():

@@ -99,7 +99,7 @@ def test_cpu_build_without_ld_preload_says_what_was_measured(demo_pair):
         pytest.skip("not the CPU build of vLLM")
     result = run_check(demo_pair, LD_PRELOAD="")
     # Not "runs much slower": preloading it measured slower here; the note says so.
-    assert_warns(result, "LD_PRELOAD", "libiomp", "0.84x", "bench ab")
+    assert_warns(result, "LD_PRELOAD", "libiomp", "0.84x", "bench compare")
     assert "much slower" not in logged(result)
 
 
