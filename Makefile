@@ -263,8 +263,8 @@ local-runtime: setup
 		$(if $(SHADOW_PORT),--shadow-container-url http://127.0.0.1:$(SHADOW_PORT) --shadow-sample $(SHADOW_SAMPLE))
 
 lint: setup
-	$(VENV)/bin/ruff check serving gpu_check bench image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches deps
-	$(VENV)/bin/ruff format --check serving gpu_check bench image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches deps
+	$(VENV)/bin/ruff check serving gpu_check bench rehearsals workloads image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches deps
+	$(VENV)/bin/ruff format --check serving gpu_check bench rehearsals workloads image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches deps
 	$(VENV)/bin/hadolint Dockerfile docker/cpu-base/Dockerfile docker/gpu-standin-base/Dockerfile
 
 # The image targets start a container engine when none runs (as root on Debian/Ubuntu) and,
@@ -319,8 +319,8 @@ image-test: image-cpu image-train-cpu trained-model quick-model
 		tests/image tests/test_app.py tests/test_bidirectional_stream.py $(ENGINE_FAULT_TESTS)
 
 format: setup
-	$(VENV)/bin/ruff format serving gpu_check bench image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches deps
-	$(VENV)/bin/ruff check --fix serving gpu_check bench image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches deps
+	$(VENV)/bin/ruff format serving gpu_check bench rehearsals workloads image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches deps
+	$(VENV)/bin/ruff check --fix serving gpu_check bench rehearsals workloads image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches deps
 
 clean:
 	rm -rf build .pytest_cache

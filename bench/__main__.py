@@ -20,8 +20,6 @@ rehearsed by `python -m rehearsals`).
               container: records/s, tok/s against the best real-time level, lost records
   bidi        bidirectional streaming against /invocations: throughput, a second turn's first
               token, cancel to idle, the memory of idle sessions
-  k0-return   coming back from K=0: a request's acceptance after steps without drafts, against
-              the same text drafted from its first token
   engine      configurations side by side in one process, without the HTTP layer: the
               engine's own tok/s at N clients, each configuration against the first
 
@@ -43,7 +41,6 @@ from bench import (
     fault,
     fidelity,
     image,
-    k0_return,
     load,
     overhead,
     run,
@@ -54,7 +51,7 @@ from bench.options import main_of
 
 COMMANDS = (
     run, sweep, crossover, overhead, crosscheck, load, coldstart, image, fault, variants, fidelity,
-    batch_transform, bidi, k0_return, engine_side_by_side,
+    batch_transform, bidi, engine_side_by_side,
 )  # fmt: skip
 
 
