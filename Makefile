@@ -48,15 +48,17 @@ NATIVE_BF16 := $(if $(HARNESS_CPU_ISA),,$(shell grep -qsw -e avx512_bf16 -e amx_
 SERVED_DTYPE = $(if $(filter $(REAL_ROOT),$(SERVED_ROOT)),$(if $(NATIVE_BF16),bfloat16,float32),float32)
 SERVED_EAGER = $(if $(filter $(REAL_ROOT),$(SERVED_ROOT)),SM_VLLM_ENFORCE_EAGER=$${SM_VLLM_ENFORCE_EAGER:-true})
 
-# The demo: the tiny pair with P-EAGLE on. VLLM_CPU_KVCACHE_SPACE (GiB) keeps the CPU
-# build from reserving most of the machine's memory for its KV cache. The pair is stored in
-# float32 and served so: the CPU build would cast it to bfloat16, which CPUs without bf16
-# instructions emulate slowly (P-EAGLE K=7 side by side on a 2-core AVX2 machine: 0.53x the
-# output tokens/s at one client, 0.33x at four).
+# The demo engine's settings (demo.env), each as KEY=$${KEY:-value}: the shell's value wins.
+DEMO_ENGINE_SETTINGS := $(shell sed -n 's/^\([A-Z][A-Z0-9_]*=[^ ]*\)$$/\1/p' demo.env)
+DEMO_ENGINE_ENV = $(foreach setting,$(DEMO_ENGINE_SETTINGS),$(call shell_default,$(setting)))
+shell_default = $(word 1,$(subst =, ,$(1)))=$${$(word 1,$(subst =, ,$(1))):-$(patsubst $(word 1,$(subst =, ,$(1)))=%,%,$(1))}
+# The demo: the tiny pair with P-EAGLE on. The pair is stored in float32 and served so: the
+# CPU build would cast it to bfloat16, which CPUs without bf16 instructions emulate slowly
+# (P-EAGLE K=7 side by side on a 2-core AVX2 machine: 0.53x the output tokens/s at one
+# client, 0.33x at four).
 DEMO_ENV = PYTHON=$(CURDIR)/$(PY) OPT_ML_ROOT=$(OPT_ML_ROOT) \
 	SAGEMAKER_BIND_TO_PORT=$(PORT) \
-	VLLM_CPU_KVCACHE_SPACE=$${VLLM_CPU_KVCACHE_SPACE:-1} \
-	SM_VLLM_MAX_MODEL_LEN=$${SM_VLLM_MAX_MODEL_LEN:-2048} \
+	$(DEMO_ENGINE_ENV) \
 	SM_VLLM_DTYPE=$${SM_VLLM_DTYPE:-$(SERVED_DTYPE)} \
 	$(SERVED_EAGER) \
 	SM_VLLM_SPECULATIVE_CONFIG=$${SM_VLLM_SPECULATIVE_CONFIG:-'$(strip $(DEMO_SPECULATION))'}

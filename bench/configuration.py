@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.demo_engine import DEMO_ENGINE
 from harness.host import HostContainer, host_environment, served_dtype
 from harness.paths import default_opt_ml_root
 from serving.variables import BATCH_SCHEDULE_KEY
@@ -117,11 +118,10 @@ def default_configuration(drafter: Path) -> str:
 def local_engine_settings(opt_ml_root: Path | None = None) -> dict[str, str]:
     """The KV cache size, max model length and dtype of the benchmark's local engines: this
     shell's VLLM_CPU_KVCACHE_SPACE, SM_VLLM_MAX_MODEL_LEN and SM_VLLM_DTYPE when set, else
-    the demo's (the dtype the tree's target is served in on this CPU)."""
+    the demo's (demo.env; the dtype the tree's target is served in on this CPU)."""
     root = opt_ml_root or default_opt_ml_root()
     return {
-        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
-        "SM_VLLM_MAX_MODEL_LEN": os.environ.get("SM_VLLM_MAX_MODEL_LEN", "2048"),
+        **{key: os.environ.get(key) or value for key, value in DEMO_ENGINE.items()},
         "SM_VLLM_DTYPE": os.environ.get("SM_VLLM_DTYPE") or served_dtype(root),
     }
 

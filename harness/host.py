@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
 from harness.container import STOP_TIMEOUT_SECONDS, Container
+from harness.demo_engine import DEMO_ENGINE
 from harness.paths import ENTRYPOINT, REPO_ROOT
 
 if TYPE_CHECKING:
@@ -58,9 +59,7 @@ def host_environment(enforce_eager: bool = True, **settings: str) -> dict[str, s
     root = settings.get("OPT_ML_ROOT")
     env.update(
         PYTHON=sys.executable,
-        # GiB; the CPU build would otherwise reserve most of the machine for its KV cache.
-        VLLM_CPU_KVCACHE_SPACE="1",
-        SM_VLLM_MAX_MODEL_LEN="2048",
+        **DEMO_ENGINE,
         SM_VLLM_DTYPE=served_dtype(Path(root)) if root else DEMO_DTYPE,
     )
     if enforce_eager:
