@@ -27,19 +27,13 @@ RUNTIME_HTTP2_PORT ?= 8443
 SHADOW_PORT ?=
 SHADOW_SAMPLE ?= 50
 K ?= 3
-# What make serve drafts. The trained pair: K by batch size, calibrated on a 2-core machine
-# (`python -m bench crossover --k 3,7 --concurrency 1,4,16,64 --verify`, measured in
-# docs/speed-at-every-load.md): K=7 up to 8 requests, K=3 above, 0.98-1.14x the best fixed K
-# and 1.12-2.04x no speculation at 1 to 64 clients. The quick pair's head is trained for 4
-# positions, and a K given on the command line (make serve K=5) is served as given.
-SCHEDULED_SPECULATION := {"method": "eagle3", "num_speculative_tokens": 7, "parallel_drafting": true, "num_speculative_tokens_per_batch_size": [[1, 8, 7], [9, 1024, 3]]}
-FIXED_SPECULATION = {"method": "eagle3", "num_speculative_tokens": $(K), "parallel_drafting": true}
-# The real pair's P-EAGLE head, K by batch size, calibrated on a 2-core machine
-# (docs/real-model.md): K=3 for a request alone (1.29x no speculation side by side), no
-# drafts above (at 4 requests K=3 ran 0.67x: its heads accept too little to pay there).
-REAL_SPECULATION := {"method": "eagle3", "num_speculative_tokens": 3, "parallel_drafting": true, "num_speculative_tokens_per_batch_size": [[1, 1, 3], [2, 1024, 0]]}
-SERVED_SPECULATION = $(if $(filter $(TRAINED_ROOT),$(SERVED_ROOT)),$(SCHEDULED_SPECULATION),$(if $(filter $(REAL_ROOT),$(SERVED_ROOT)),$(REAL_SPECULATION),$(FIXED_SPECULATION)))
-DEMO_SPECULATION = $(if $(filter file,$(origin K)),$(SERVED_SPECULATION),$(FIXED_SPECULATION))
+# What make serve drafts, by name in the configurations' vocabulary (harness/configurations.py,
+# which holds each one's calibration and writes its SM_VLLM_SPECULATIVE_CONFIG): on the trained
+# pair `trained`, K by batch size; on the real pair `real`; else peagle:K. The quick pair's head
+# is trained for 4 positions, and a K given on the command line (make serve K=5) is served as
+# given.
+SERVED_CONFIG = $(if $(filter $(TRAINED_ROOT),$(SERVED_ROOT)),trained,$(if $(filter $(REAL_ROOT),$(SERVED_ROOT)),real,peagle:$(K)))
+DEMO_CONFIG = $(if $(filter file,$(origin K)),$(SERVED_CONFIG),peagle:$(K))
 # The real pair is stored in bfloat16 and served so where the CPU computes in it natively
 # (AVX512-BF16 or AMX), else in float32; eager, because compiling it costs about 4 minutes of
 # start-up on 2 cores. The toys are float32 (see DEMO_ENV).
@@ -61,7 +55,7 @@ DEMO_ENV = PYTHON=$(CURDIR)/$(PY) OPT_ML_ROOT=$(OPT_ML_ROOT) \
 	$(DEMO_ENGINE_ENV) \
 	SM_VLLM_DTYPE=$${SM_VLLM_DTYPE:-$(SERVED_DTYPE)} \
 	$(SERVED_EAGER) \
-	SM_VLLM_SPECULATIVE_CONFIG=$${SM_VLLM_SPECULATIVE_CONFIG:-'$(strip $(DEMO_SPECULATION))'}
+	SM_VLLM_SPECULATIVE_CONFIG="$${SM_VLLM_SPECULATIVE_CONFIG:-$$($(PY) -m harness.configurations $(DEMO_CONFIG))}"
 
 IMAGE ?= sagemaker-vllm-peagle:latest
 IMAGE_CPU ?= sagemaker-vllm-peagle:cpu

@@ -27,7 +27,7 @@ import httpx
 
 from bench import report
 from bench.compare import compare_async
-from bench.configuration import LocalContainer, parse_configuration
+from bench.configuration import LocalContainer
 from bench.engine_activity import (
     after_stop,
     generated,
@@ -41,6 +41,7 @@ from bench.websocket_client import (
     socket_request,
     until,
 )
+from harness.configurations import parse_configuration
 from workloads.prompts import CODE_INSTRUCTION, humaneval_prompts
 
 LONG = {"prompt": "def parse(text):", "max_tokens": 1500, "ignore_eos": True, "temperature": 0}

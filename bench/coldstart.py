@@ -16,8 +16,9 @@ from typing import Any
 import httpx
 
 from bench import report
-from bench.configuration import Configuration, LocalContainer
+from bench.configuration import LocalContainer
 from bench.options import add_local_command, configuration_of
+from harness.configurations import Configuration
 from harness.container import free_port
 from serving.engine_args.argv import build_argv
 from serving.settings import load_settings

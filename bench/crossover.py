@@ -12,7 +12,7 @@ from statistics import median
 from typing import Any
 
 from bench import envelope
-from bench.configuration import Configuration, LocalContainer, trained_depth
+from bench.configuration import LocalContainer, trained_depth
 from bench.envelope import (
     DEFAULT_CONCURRENCY,
     DEFAULT_K,
@@ -35,6 +35,7 @@ from bench.options import (
 from bench.report import write_json
 from bench.side_by_side import measure_rounds, measure_side_by_side
 from bench.targets import SageMakerTarget
+from harness.configurations import Configuration
 from serving.variables import BATCH_SCHEDULE_KEY
 
 HELP = (

@@ -31,7 +31,7 @@ from statistics import median
 from typing import Any
 
 from bench.compare import compare
-from bench.configuration import Configuration, local_engine_settings, parse_configuration
+from bench.configuration import local_engine_settings
 from bench.options import (
     add_local_args,
     add_out_dir,
@@ -44,6 +44,7 @@ from bench.options import (
 )
 from bench.report import write_json
 from bench.run import requests_for_level
+from harness.configurations import Configuration, parse_configuration
 from serving import paths
 from serving.engine_args.cpu_block_size import CPU_BLOCK_SIZE
 

@@ -19,8 +19,9 @@ from typing import Any
 import httpx
 
 from bench import report
-from bench.configuration import Configuration, LocalContainer
+from bench.configuration import LocalContainer
 from bench.options import add_local_command, configuration_of
+from harness.configurations import Configuration
 from harness.container import Container
 from harness.docker import DockerContainer
 from image_build.build import CPU_IMAGE

@@ -11,10 +11,11 @@ from collections.abc import Iterator, Mapping
 from contextlib import ExitStack
 from typing import Any
 
-from bench.configuration import Configuration, LocalContainer
+from bench.configuration import LocalContainer
 from bench.grammar_probe import CALL_KINDS, COUNT, KINDS, MAX_TOKENS, Prober, Tally
 from bench.options import add_local_command, configuration_of
 from bench.report import markdown, write_json
+from harness.configurations import Configuration
 from serving import paths
 from serving.engine_args.agents import STRUCTURED_OUTPUTS
 from serving.variables import STRUCTURED_OUTPUTS_CONFIG_VAR

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.configuration import Configuration, LocalContainer
+from bench.configuration import LocalContainer
 from bench.options import add_local_command, configuration_of
+from harness.configurations import Configuration
 from harness.container import Container
 from harness.docker import DockerContainer
 from image_build.build import CPU_IMAGE

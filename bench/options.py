@@ -10,14 +10,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.configuration import (
-    DEMO_SCHEDULE,
-    FIXED_DEFAULT,
-    Configuration,
-    LocalContainer,
-    default_configuration,
-    parse_configuration,
-)
+from bench.configuration import LocalContainer, default_configuration
+from harness.configurations import DEMO_SCHEDULE, FIXED_DEFAULT, Configuration, parse_configuration
 from harness.container import Container
 from harness.paths import default_opt_ml_root
 from serving import paths

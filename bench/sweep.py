@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.configuration import Configuration, LocalContainer, parse_configuration
+from bench.configuration import LocalContainer
 from bench.options import (
     add_command,
     add_local_args,
@@ -25,6 +25,7 @@ from bench.options import (
 from bench.run import DEFAULT_CONCURRENCY, run_sweep
 from bench.side_by_side import failures_note, measure_side_by_side, medians
 from bench.targets import UrlTarget
+from harness.configurations import Configuration, parse_configuration
 from harness.paths import EAGLE3_CHANNEL
 from serving import paths
 

@@ -14,12 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.configuration import (
-    Configuration,
-    LocalContainer,
-    default_configuration,
-    parse_configuration,
-)
+from bench.configuration import LocalContainer, default_configuration
 from bench.options import (
     add_local_command,
     add_prompt_args,
@@ -30,6 +25,7 @@ from bench.options import (
 )
 from bench.report import markdown, write_json
 from bench.side_by_side import FIGURES, failures_note, measure_side_by_side, medians
+from harness.configurations import Configuration, parse_configuration
 
 
 @dataclass(frozen=True)

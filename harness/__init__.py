@@ -21,6 +21,9 @@ P-EAGLE, for instance. Every container writes its output to `log_path`; `tail()`
 - `host`: `entrypoint.sh serve` as a process group on this machine.
 - `docker`: `docker run IMAGE serve`, the demo tree mounted read-only at /opt/ml.
 - `paths`: the checkout and the demo trees `make` builds; `default_opt_ml_root()`.
+- `configurations`: the vocabulary of speculation configurations (`none`, `eagle3:K`,
+  `peagle:K`, K by batch size) and the ones `make serve` serves by name.
+- `demo_engine`: the demo engine's settings, from demo.env.
 
 The tests' shared containers (tests/conftest.py, tests/support/containers.py) and the
 benchmark's (bench.configuration.LocalContainer) are built on these. Nothing here is in the

@@ -19,7 +19,8 @@ from tqdm import tqdm
 
 from bench.acceptance import acceptance_per_position, parse_counters
 from bench.compare import compare as side_by_side
-from bench.configuration import Configuration, LocalContainer, parse_configuration
+from bench.configuration import LocalContainer
+from harness.configurations import Configuration, parse_configuration
 from serving import paths
 from workloads import agent
 from workloads.prompts import CODE_INSTRUCTION, humaneval_prompts

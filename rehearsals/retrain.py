@@ -23,8 +23,9 @@ from typing import Any
 import httpx
 from tqdm import tqdm
 
-from bench.configuration import FIXED_DEFAULT, Configuration, LocalContainer
+from bench.configuration import LocalContainer
 from bench.options import add_local_command, add_rounds, configuration_of
+from harness.configurations import FIXED_DEFAULT, Configuration
 from rehearsals.comparison import (
     NO_SPECULATION,
     Workload,

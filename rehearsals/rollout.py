@@ -26,7 +26,7 @@ import httpx
 
 from bench import report
 from bench.client import RequestResult
-from bench.configuration import Configuration, LocalContainer
+from bench.configuration import LocalContainer
 from bench.options import (
     add_local_command,
     add_prompt_args,
@@ -38,6 +38,7 @@ from bench.overhead import measure_level
 from bench.run import run_batch, warm_up
 from bench.targets import UrlTarget
 from deploy import container_figures
+from harness.configurations import Configuration
 from harness.container import free_port
 from harness.cores import next_core
 from harness.heads import random_head_tree

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.configuration import FIXED_DEFAULT, Configuration
 from bench.options import add_local_command, configuration_of
+from harness.configurations import FIXED_DEFAULT, Configuration
 from image_build.build import CPU_TRAINING_IMAGE
 from rehearsals.comparison import (
     Workload,

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -19,12 +17,13 @@ from bench.acceptance import (
     parse_counters,
 )
 from bench.client import StreamTimer, json_result
-from bench.configuration import DEMO_SCHEDULE, default_configuration, parse_configuration
+from bench.configuration import default_configuration
 from bench.load import run_load
 from bench.report import COLUMNS
 from bench.side_by_side import FIGURES, failures, medians
 from bench.stats import digest, summarize
 from bench.sweep import finalists, write_report
+from harness.configurations import DEMO_SCHEDULE
 from harness.paths import QUICK_DEMO_ROOT
 from serving import paths
 from tests.support.containers import build_demo_pair
@@ -396,26 +395,6 @@ def test_compare_refuses_variants_it_cannot_tell_apart_or_read(capsys):
     with pytest.raises(SystemExit) as port:
         main(["compare", "--port", "8080", "none", "peagle:3"])
     assert "free port" in str(port.value)
-
-
-def test_a_schedule_configuration_is_what_make_serve_serves_on_the_trained_pair():
-    configuration = parse_configuration(DEMO_SCHEDULE, None)
-    makefile = (Path(__file__).parents[2] / "Makefile").read_text()
-    served = re.search(r"^SCHEDULED_SPECULATION := (.*)$", makefile, re.MULTILINE)
-    assert served is not None
-    assert configuration.speculative_config() == json.loads(served.group(1))
-    assert configuration.k == 7
-    assert parse_configuration("peagle:3", None).speculative_config() == {
-        "method": "eagle3",
-        "num_speculative_tokens": 3,
-        "parallel_drafting": True,
-    }
-
-
-@pytest.mark.parametrize("text", ["peagle:7@1-8/x@9-10", "peagle:3@5-1", "peagle:0@1-8", "peagle:"])
-def test_a_configuration_that_is_not_understood_says_how_to_write_one(text):
-    with pytest.raises(SystemExit, match="K@START-END|never drafts|K >= 1"):
-        parse_configuration(text, None)
 
 
 @pytest.mark.parametrize(

@@ -34,8 +34,8 @@ PEAGLE_MAX_CONCURRENT = 8
 # How long a vLLM metric may be missing from the front's scrapes before a test fails.
 ENGINE_SCRAPE_SECONDS = 60
 PEAGLE_CONFIG = {"method": "eagle3", "num_speculative_tokens": 3, "parallel_drafting": True}
-# The real pair's P-EAGLE head at the K its manifest records a held-out figure for, and the
-# Makefile's REAL_SPECULATION serves.
+# The real pair's P-EAGLE head at the K its manifest records a held-out figure for (make
+# serve's `real` schedule, harness.configurations, drafts K=3 for a request alone).
 REAL_K = 5
 REAL_CONFIG = {"method": "eagle3", "num_speculative_tokens": REAL_K, "parallel_drafting": True}
 # K by batch size (num_speculative_tokens_per_batch_size): the largest K, one in between, K=1
