@@ -106,13 +106,19 @@ def parse_schedule(text: str, ranges: str) -> tuple[tuple[int, int, int], ...]:
     return tuple(schedule)
 
 
+def speculative_config(text: str) -> dict[str, Any] | None:
+    """A configuration's (or a name in SERVED's) vLLM speculative config, its drafter the
+    container's default (the eagle channel)."""
+    return parse_configuration(SERVED.get(text, text), None).speculative_config()
+
+
 def main(argv: list[str]) -> int:
     """A configuration (or a name in SERVED) as its speculative config's JSON; `none` prints
     nothing."""
     if len(argv) != 1:
         print(f"usage: python -m harness.configurations CONFIG|{'|'.join(SERVED)}", file=sys.stderr)
         return 2
-    config = parse_configuration(SERVED.get(argv[0], argv[0]), None).speculative_config()
+    config = speculative_config(argv[0])
     if config is not None:
         print(json.dumps(config))
     return 0

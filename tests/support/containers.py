@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 
+from harness.configurations import speculative_config
 from harness.cores import next_core
 from harness.docker import DockerContainer
 from harness.host import HostContainer, host_environment
@@ -33,21 +34,16 @@ LOADING_PROBE = {"messages": [{"role": "user", "content": "Are you up?"}], "max_
 PEAGLE_MAX_CONCURRENT = 8
 # How long a vLLM metric may be missing from the front's scrapes before a test fails.
 ENGINE_SCRAPE_SECONDS = 60
-PEAGLE_CONFIG = {"method": "eagle3", "num_speculative_tokens": 3, "parallel_drafting": True}
+PEAGLE_CONFIG = speculative_config("peagle:3")
 # The real pair's P-EAGLE head at the K its manifest records a held-out figure for (make
 # serve's `real` schedule, harness.configurations, drafts K=3 for a request alone).
 REAL_K = 5
-REAL_CONFIG = {"method": "eagle3", "num_speculative_tokens": REAL_K, "parallel_drafting": True}
+REAL_CONFIG = speculative_config(f"peagle:{REAL_K}")
 # K by batch size (num_speculative_tokens_per_batch_size): the largest K, one in between, K=1
 # (the proposer's one-slot path) and no drafts, each for a range tests/test_batch_schedule.py
 # moves the batch size across.
 SCHEDULE_MAX_NUM_SEQS = 16
-SCHEDULED_CONFIG = {
-    "method": "eagle3",
-    "num_speculative_tokens": 7,
-    "parallel_drafting": True,
-    "num_speculative_tokens_per_batch_size": [[1, 1, 7], [2, 2, 3], [3, 4, 1], [5, 16, 0]],
-}
+SCHEDULED_CONFIG = speculative_config("peagle:7@1-1/3@2-2/1@3-4/0@5-16")
 
 
 class Probes:
