@@ -37,7 +37,7 @@ DEMO_CONFIG = $(if $(filter file,$(origin K)),$(SERVED_CONFIG),peagle:$(K))
 # The real pair is stored in bfloat16 and served so where the CPU computes in it natively
 # (AVX512-BF16 or AMX), else in float32; eager, because compiling it costs about 4 minutes of
 # start-up on 2 cores. The toys are float32 (see DEMO_ENV).
-# Under the suite's AVX2 limit (HARNESS_CPU_ISA, harness/limited_isa) there is none.
+# Under the suite's AVX2 limit (HARNESS_CPU_ISA, harness/site/limited_isa.py) there is none.
 NATIVE_BF16 := $(if $(HARNESS_CPU_ISA),,$(shell grep -qsw -e avx512_bf16 -e amx_bf16 /proc/cpuinfo && echo yes))
 SERVED_DTYPE = $(if $(filter $(REAL_ROOT),$(SERVED_ROOT)),$(if $(NATIVE_BF16),bfloat16,float32),float32)
 SERVED_EAGER = $(if $(filter $(REAL_ROOT),$(SERVED_ROOT)),SM_VLLM_ENFORCE_EAGER=$${SM_VLLM_ENFORCE_EAGER:-true})
@@ -207,9 +207,9 @@ ENGINE_FAULT_TESTS := \
 HOST_TEST_FLAGS := $(if $(HOST_LEAVES_FAULTS_TO_IMAGE),$(addprefix --deselect ,$(ENGINE_FAULT_TESTS)))
 
 # make test CPU_ISA=avx2: the suite as on an older x86 server, every process limited to AVX2
-# (harness/limited_isa: ATen, oneDNN, MKL and vLLM's own kernel choice).
+# (harness/site/limited_isa.py: ATen, oneDNN, MKL and vLLM's own kernel choice).
 CPU_ISA ?=
-ISA_ENV = $(if $(CPU_ISA),HARNESS_CPU_ISA=$(CPU_ISA) PYTHONPATH=$(CURDIR)/harness/limited_isa)
+ISA_ENV = $(if $(CPU_ISA),HARNESS_CPU_ISA=$(CPU_ISA) PYTHONPATH=$(CURDIR)/harness/site)
 
 test: demo-model quick-model trained-model real-model
 	$(ISA_ENV) $(PY) -m pytest tests $(HOST_TEST_FLAGS)

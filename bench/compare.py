@@ -42,8 +42,14 @@ def turns(
                 yield round_number, level, name
 
 
-def empty(variants: Sequence[V], levels: Sequence[L]) -> Measured:
-    return {name: {level: [] for level in levels} for name in variants}
+def arranged(
+    results: dict[tuple[int, L, V], T], variants: Sequence[V], levels: Sequence[L]
+) -> Measured:
+    """Each turn's result under its variant and level, in round order."""
+    measured: Measured = {name: {level: [] for level in levels} for name in variants}
+    for (_, level, name), result in results.items():
+        measured[name][level].append(result)
+    return measured
 
 
 def compare(
@@ -54,10 +60,11 @@ def compare(
     order: Order = "rotate",
 ) -> Measured:
     """`measure(variant, level, round)` for every turn."""
-    measured = empty(variants, levels)
-    for round_number, level, name in turns(variants, levels, rounds, order):
-        measured[name][level].append(measure(name, level, round_number))
-    return measured
+    results = {
+        (number, level, name): measure(name, level, number)
+        for number, level, name in turns(variants, levels, rounds, order)
+    }
+    return arranged(results, variants, levels)
 
 
 async def compare_async(
@@ -68,7 +75,7 @@ async def compare_async(
     order: Order = "rotate",
 ) -> Measured:
     """`compare` for a measurement that is awaited (requests over HTTP)."""
-    measured = empty(variants, levels)
-    for round_number, level, name in turns(variants, levels, rounds, order):
-        measured[name][level].append(await measure(name, level, round_number))
-    return measured
+    results = {}
+    for number, level, name in turns(variants, levels, rounds, order):
+        results[number, level, name] = await measure(name, level, number)
+    return arranged(results, variants, levels)

@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Self
 
 from harness.container import STOP_TIMEOUT_SECONDS, Container
 from harness.demo_engine import DEMO_ENGINE
-from harness.paths import ENTRYPOINT, REPO_ROOT
+from harness.paths import ENTRYPOINT, REPO_ROOT, SITE_DIR
 
 if TYPE_CHECKING:
     import psutil
 
 # Container settings of the calling shell must not leak into a configuration under test.
+# The test switches harness/site applies in every process of a container that sets one.
+SWITCHES = ("HARNESS_CPU_ISA", "SERVING_TEST_CPU_ASYNC_SCHEDULING")
 CONTAINER_PREFIXES = ("SM_", "SAGEMAKER_", "SERVING_", "OPT_ML_ROOT", "HF_MODEL_ID")
 # The toy pairs are float32; the CPU build would cast them to bfloat16, which CPUs without
 # bf16 instructions emulate slowly. The Makefile's DEMO_ENV and the compose file say the same.
@@ -29,7 +31,7 @@ DEMO_DTYPE = "float32"
 
 def native_bf16() -> bool:
     """Whether this CPU computes in bfloat16 natively (AVX512-BF16 or AMX); not under the
-    suite's AVX2 limit (HARNESS_CPU_ISA, harness/limited_isa), which takes those away."""
+    suite's AVX2 limit (HARNESS_CPU_ISA, harness/site/limited_isa.py), which takes those away."""
     if os.environ.get("HARNESS_CPU_ISA", "").lower().startswith("avx2"):
         return False
     flags = ""
@@ -52,7 +54,8 @@ def served_dtype(opt_ml_root: Path) -> str:
 
 def host_environment(enforce_eager: bool = True, **settings: str) -> dict[str, str]:
     """This shell's environment without its container settings, the demo's defaults, then
-    `settings` (e.g. OPT_ML_ROOT, SM_VLLM_SPECULATIVE_CONFIG)."""
+    `settings` (e.g. OPT_ML_ROOT, SM_VLLM_SPECULATIVE_CONFIG); with a test switch on, the
+    folder that applies it (harness/site) on PYTHONPATH."""
     env = {
         key: value for key, value in os.environ.items() if not key.startswith(CONTAINER_PREFIXES)
     }
@@ -66,6 +69,10 @@ def host_environment(enforce_eager: bool = True, **settings: str) -> dict[str, s
         # Skips torch.compile: a cold start takes ~40 s instead of ~100 s on two cores.
         env["SM_VLLM_ENFORCE_EAGER"] = "true"
     env.update(settings)
+    if any(env.get(variable) for variable in SWITCHES) and str(SITE_DIR) not in (
+        env.get("PYTHONPATH", "").split(os.pathsep)
+    ):
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SITE_DIR), env.get("PYTHONPATH")]))
     return env
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ENTRYPOINT = REPO_ROOT / "entrypoint.sh"
+# The suite's test switches, for PYTHONPATH (harness/site/sitecustomize.py).
+SITE_DIR = REPO_ROOT / "harness" / "site"
 RANDOM_DEMO_ROOT = REPO_ROOT / "build" / "opt_ml"
 TRAINED_DEMO_ROOT = REPO_ROOT / "build" / "opt_ml_trained"
 # The first `make serve`'s pair, trained in minutes: a P-EAGLE head only.

@@ -158,7 +158,7 @@ CONFIGURATIONS = {
         **TRANSFORM_JOB_ENV,
     ),
     # The same schedule under the GPU's scheduling mode: asynchronous scheduling kept on
-    # on the CPU by a test-only switch (serving/cpu_async_scheduling.py).
+    # on the CPU by a test-only switch (harness/site/cpu_async_scheduling.py).
     "asynchronous": lambda: demo_env(
         SM_VLLM_SPECULATIVE_CONFIG=json.dumps(SCHEDULED_CONFIG),
         SM_VLLM_MAX_NUM_SEQS=str(SCHEDULE_MAX_NUM_SEQS),

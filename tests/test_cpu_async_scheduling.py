@@ -1,6 +1,6 @@
 """P-EAGLE under the GPU's scheduling mode, on the CPU build: asynchronous scheduling (on by
 default for P-EAGLE on a GPU, off on the CPU platform) kept on by the test-only switch
-(serving/cpu_async_scheduling.py), with the K-by-batch-size schedule of the `scheduled`
+(harness/site/cpu_async_scheduling.py), with the K-by-batch-size schedule of the `scheduled`
 container (K=7 alone, 3 at two requests, 1 at three or four, none from five). The step
 after next is scheduled before this step's drafts exist there, so these are the GPU path's
 scheduler, runner and proposer, less CUDA. Without the switch the engine runs synchronously

@@ -1,4 +1,4 @@
-"""harness/limited_isa, which `make test CPU_ISA=avx2` puts under every process: torch and
+"""harness/site/limited_isa.py, which `make test CPU_ISA=avx2` puts under every process: torch and
 vLLM's choice of kernels see an AVX2 machine, whoever imports torch first."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from harness.paths import REPO_ROOT
+from harness.paths import SITE_DIR
 
 PROBE = """
 import importlib.util, json, re
@@ -33,5 +33,5 @@ def probe(**env: str) -> list:
 
 
 def test_a_limited_process_computes_as_an_avx2_machine():
-    limited = probe(HARNESS_CPU_ISA="avx2", PYTHONPATH=str(REPO_ROOT / "harness" / "limited_isa"))
+    limited = probe(HARNESS_CPU_ISA="avx2", PYTHONPATH=str(SITE_DIR))
     assert limited == ["AVX2", False, False, ["_C_AVX2"]]
