@@ -181,8 +181,8 @@ def job_check(report: dict[str, Any]) -> str:
 # The job continues the demo head (the eagle channel) on the captured prose and a replay of
 # the head's own code traffic (the replay channel), on the target's own answers at full
 # length (the capture stops answers at 64 tokens), with the loss greedy decoding accepts by,
-# and keeps a share of the demo head in the head it writes (docs/benchmarks.md has the sweep
-# these come from).
+# and keeps a share of the demo head in the head it writes (docs/results/train-head.md has the
+# sweep these come from).
 EPOCHS = 20
 LEARNING_RATE = "0.0006"
 LOSS = "ce"

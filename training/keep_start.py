@@ -4,8 +4,8 @@ Training a head on new traffic moves it away from what it drafted well before: o
 pair, every setting that taught the demo head the new prose as well as the project's own
 fine-tune cost it 7-12% of its acceptance on code. Averaging the weights of the start head and
 the trained head (WiSE-FT, Wortsman et al., "Robust fine-tuning of zero-shot models", 2022)
-gives back most of the old skill for a small part of the new one; docs/benchmarks.md has
-the figures. The trained head is the start head trained, so the two have the same tensors and
+gives back most of the old skill for a small part of the new one; docs/results/train-head.md
+has the figures. The trained head is the start head trained, so the two have the same tensors and
 the mix is tensor by tensor: start x share + trained x (1 - share).
 """
 
