@@ -27,14 +27,14 @@ README_REQUEST = {
 }
 
 
-def greedy_tokens(url: str, prompt: str) -> list[int]:
+def greedy_tokens(url: str, prompt: str, **sampling) -> list[int]:
     payload = {
         "prompt": prompt,
         "max_tokens": 64,
         "temperature": 0,
         "ignore_eos": True,
         "return_token_ids": True,
-    }
+    } | sampling
     response = httpx.post(f"{url}/invocations", json=payload, timeout=120)
     assert response.status_code == 200, response.text
     tokens = response.json()["choices"][0]["token_ids"]
@@ -48,6 +48,36 @@ def test_greedy_tokens_identical_with_and_without_p_eagle(peagle, plain, prompt)
     with_p_eagle = greedy_tokens(peagle.url, prompt)
     assert peagle.metric("vllm:spec_decode_num_drafts_total") > drafts_before
     assert with_p_eagle == greedy_tokens(plain.url, prompt)
+
+
+# The sampling settings clients send, each through the rejection sampler's constraints
+# (min_p and logit_bias vLLM refuses under speculation, a 400 that says so).
+SAMPLED = {
+    "top-k": {"temperature": 0.8, "top_k": 5},
+    "top-p": {"temperature": 0.8, "top_p": 0.9},
+    "top-k-and-top-p": {"temperature": 0.8, "top_k": 5, "top_p": 0.9},
+}
+
+
+@pytest.mark.parametrize("sampling", SAMPLED.values(), ids=SAMPLED)
+def test_a_sampled_request_is_answered_with_p_eagle_on(peagle, sampling):
+    """A top-k sample once ended the engine at its first step (vllm_patches/top_k_of_no_rows):
+    each setting is answered, twice, and the engine is still up."""
+    payload = {"messages": [{"role": "user", "content": "Name a colour."}], "max_tokens": 16}
+    for seed in (1, 2):
+        response = httpx.post(
+            f"{peagle.url}/invocations", json=payload | sampling | {"seed": seed}, timeout=120
+        )
+        assert response.status_code == 200, response.text
+        assert response.json()["usage"]["completion_tokens"] > 0
+    assert peagle.ping() == 200
+
+
+def test_sampling_from_the_top_token_alone_answers_what_greedy_decoding_does(peagle):
+    """top_k=1 leaves one token to draw: with P-EAGLE's drafts verified against it, the answer
+    is the greedy one, token for token."""
+    greedy = greedy_tokens(peagle.url, PROMPTS[0])
+    assert greedy_tokens(peagle.url, PROMPTS[0], temperature=1.0, top_k=1, seed=3) == greedy
 
 
 def test_plain_container_does_not_speculate(plain):

@@ -394,3 +394,29 @@ def test_the_cpu_expand_kernel_writes_each_requests_value_over_its_tokens():
         [1.0, 1.0, 0.3, 0.3, 0.3, 1.5],
         [1, 1, 7, 7, 7, 9],
     ]
+
+
+# Top-k without sorting (the CPU platform's path), as the rejection sampler calls it on a
+# step that verifies no drafts (no rows), and on two rows.
+TOP_K = """
+import json, torch
+from vllm.v1.sample.ops.topk_topp_sampler import apply_top_k_top_p_pytorch
+empty = apply_top_k_top_p_pytorch(
+    torch.empty(0, 5), torch.empty(0, dtype=torch.int32), None, allow_cpu_sync=True
+)
+rows = apply_top_k_top_p_pytorch(
+    torch.tensor([[1.0, 3.0, 2.0], [4.0, 5.0, 6.0]]), torch.tensor([2, 3]), None,
+    allow_cpu_sync=True,
+)
+print(json.dumps([list(empty.shape), rows.tolist()]))
+"""
+
+
+def test_top_k_without_sorting_takes_a_step_with_no_rows():
+    ran = subprocess.run([sys.executable, "-c", TOP_K], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    # No rows: the logits as they came; rows: all but each row's k largest masked.
+    assert json.loads(ran.stdout.splitlines()[-1]) == [
+        [0, 5],
+        [[float("-inf"), 3.0, 2.0], [4.0, 5.0, 6.0]],
+    ]

@@ -96,6 +96,7 @@ def patches() -> list[Patch]:
         parallel_drafting_dynamic_k,
         plain_sampling_at_k0,
         structured_outputs_not_an_object,
+        top_k_of_no_rows,
     )
 
     return [
@@ -109,6 +110,7 @@ def patches() -> list[Patch]:
         no_drafter_inputs_at_k0.PATCH,
         *structured_outputs_not_an_object.PATCHES,
         cpu_expand_writes_its_output.PATCH,
+        top_k_of_no_rows.PATCH,
     ]
 
 
