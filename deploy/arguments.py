@@ -5,14 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from deploy.plan import (
-    DEFAULT_ACCEPTANCE_FLOOR,
-    DEFAULT_BAKE_SECONDS,
-    DEFAULT_CANARY_PERCENT,
-    DEFAULT_IMAGE_CUDA,
-    DEFAULT_INSTANCE_TYPE,
-    DEFAULT_NUM_SPECULATIVE_TOKENS,
-)
+from deploy.deploy_options import add_deploy, percent
 from deploy.training_job import DEFAULT_TRAINING_INSTANCE
 
 # Batch Transform's instance list lags the endpoints' (no ml.g7e in botocore's model yet).
@@ -32,6 +25,17 @@ def parser() -> argparse.ArgumentParser:
     )
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    add_upload(commands, common)
+    add_deploy(commands, common)
+    add_endpoint_commands(commands, common)
+    add_head_rollout(commands, common)
+    add_train_head(commands, common)
+    add_transform(commands, common)
+    return top
+
+
+def add_upload(commands, common: argparse.ArgumentParser) -> None:
+    """upload: the target and head directories to S3 (or one tarball)."""
     up = commands.add_parser(
         "upload", parents=[common], help="upload the target and head directories to S3"
     )
@@ -47,138 +51,9 @@ def parser() -> argparse.ArgumentParser:
         "(transform's --model-url)",
     )
 
-    deploy = commands.add_parser(
-        "deploy",
-        parents=[common],
-        help="create or update the endpoint",
-        description="Create the model, endpoint config and endpoint (or roll an existing "
-        "endpoint onto a new model), wait until it is in service, and set up autoscaling.",
-    )
-    deploy.add_argument("--name", required=True, help="endpoint name (letters, digits, -)")
-    deploy.add_argument("--image", required=True, help="the serving image's ECR URI")
-    deploy.add_argument(
-        "--image-cuda",
-        default=DEFAULT_IMAGE_CUDA,
-        help="the CUDA release the image is built on, which decides the inference AMI "
-        "(%(default)s: vllm/vllm-openai:v0.32.0; 12.9 for the -cu129 base)",
-    )
-    deploy.add_argument("--role", required=True, help="IAM role ARN SageMaker assumes")
-    deploy.add_argument("--target-uri", required=True, help="s3://.../model/ (from upload)")
-    deploy.add_argument("--head-uri", required=True, help="s3://.../eagle/ (from upload)")
-    deploy.add_argument(
-        "--k",
-        type=int,
-        help=f"num_speculative_tokens (default {DEFAULT_NUM_SPECULATIVE_TOKENS})",
-    )
-    deploy.add_argument(
-        "--speculative-config",
-        type=Path,
-        metavar="FILE",
-        help="K by batch size from `python -m bench crossover` (its speculative-config.json): "
-        "num_speculative_tokens and num_speculative_tokens_per_batch_size, instead of --k. A "
-        "schedule holds only for the instance type it was measured on: calibrate it there "
-        "(the default, a fixed K, needs no calibration)",
-    )
-    deploy.add_argument(
-        "--env",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="container variable (SM_VLLM_*, SERVING_*, SAGEMAKER_*); repeatable",
-    )
-    sizes = deploy.add_argument_group("model size (sets timeouts and disk; first given wins)")
-    sizes.add_argument("--target-dir", type=Path, help="local copy of the target: size, checks")
-    sizes.add_argument("--head-dir", type=Path, help="local copy of the head: size, checks")
-    sizes.add_argument("--model-gb", type=float, help="target + head size in GB")
-    host = deploy.add_argument_group("hosting")
-    host.add_argument("--instance-type", default=DEFAULT_INSTANCE_TYPE, help="(%(default)s)")
-    host.add_argument("--instance-count", type=int, default=1, help="(%(default)s)")
-    host.add_argument(
-        "--inference-ami-version",
-        help="default: the newest whose NVIDIA driver runs the image's CUDA release",
-    )
-    host.add_argument(
-        "--inference-component",
-        action="store_true",
-        help="host the model as an inference component on the endpoint",
-    )
-    host.add_argument("--accelerators", type=int, default=1, help="GPUs per copy (%(default)s)")
-    host.add_argument(
-        "--memory-mb", type=int, default=16384, help="host memory per copy (%(default)s)"
-    )
-    host.add_argument("--copies", type=int, default=1, help="component copies (%(default)s)")
-    scale = deploy.add_argument_group("autoscaling")
-    scale.add_argument("--autoscale", action="store_true", help="add a target-tracking policy")
-    scale.add_argument("--min-capacity", type=int, help="instances (or copies) at least")
-    scale.add_argument("--max-capacity", type=int, help="instances (or copies) at most")
-    scale.add_argument("--target-value", type=float, help="load per instance (or copy) to hold")
-    scale.add_argument(
-        "--metric",
-        choices=("concurrency", "invocations", "backlog"),
-        default="concurrency",
-        help="concurrent requests (high resolution), invocations per minute, or (--async) the "
-        "queued requests per instance (%(default)s)",
-    )
-    asynchronous = deploy.add_argument_group(
-        "asynchronous inference (requests and answers through S3, queued, up to 1 GB and an hour)"
-    )
-    asynchronous.add_argument(
-        "--async",
-        dest="asynchronous",
-        action="store_true",
-        help="an asynchronous endpoint (invoke it with invoke --async)",
-    )
-    asynchronous.add_argument("--async-output-uri", help="s3://.../ where answers are written")
-    asynchronous.add_argument(
-        "--async-failure-uri", help="s3://.../ for failed requests (default: OUTPUT/failures/)"
-    )
-    asynchronous.add_argument("--sns-success-topic", help="SNS topic ARN told of each answer")
-    asynchronous.add_argument("--sns-error-topic", help="SNS topic ARN told of each failure")
-    asynchronous.add_argument(
-        "--max-concurrent-invocations",
-        type=int,
-        help="requests SageMaker sends each instance at once (default: SageMaker's)",
-    )
-    asynchronous.add_argument(
-        "--scale-to-zero",
-        action="store_true",
-        help="no instance while the queue is empty: target tracking on the backlog per "
-        "instance (--target-value, default 5) down to 0, and an alarm on "
-        "HasBacklogWithoutCapacity that adds one when requests arrive",
-    )
-    guard = deploy.add_argument_group(
-        "guarded update (an existing endpoint moves to the new head through a canary that "
-        "SageMaker rolls back when an alarm fires)"
-    )
-    guard.add_argument(
-        "--canary",
-        type=percent,
-        default=f"{DEFAULT_CANARY_PERCENT}%",
-        help="share of the capacity that takes the new head first (%(default)s)",
-    )
-    guard.add_argument(
-        "--bake",
-        type=int,
-        default=DEFAULT_BAKE_SECONDS,
-        metavar="SECONDS",
-        help="how long the canary is watched before the rest moves (%(default)s)",
-    )
-    guard.add_argument(
-        "--min-acceptance",
-        type=float,
-        help="roll back when the new head's mean acceptance length falls below this "
-        f"(default: {DEFAULT_ACCEPTANCE_FLOOR:g} x the current head's over the last hour)",
-    )
-    deploy.add_argument("--dry-run", action="store_true", help="print the requests, send none")
-    deploy.add_argument(
-        "--update",
-        action="store_true",
-        help="with --dry-run: print the requests that roll an existing endpoint onto the head",
-    )
-    deploy.add_argument(
-        "--poll-seconds", type=float, default=30.0, help="status poll interval (%(default)s)"
-    )
 
+def add_endpoint_commands(commands, common: argparse.ArgumentParser) -> None:
+    """invoke, status and delete: what is asked of an endpoint that is up."""
     call = commands.add_parser("invoke", parents=[common], help="send one chat request")
     call.add_argument("--name", required=True, help="endpoint name")
     what = call.add_mutually_exclusive_group(required=True)
@@ -212,6 +87,9 @@ def parser() -> argparse.ArgumentParser:
     remove.add_argument("--dry-run", action="store_true", help="print the requests, send none")
     remove.add_argument("--poll-seconds", type=float, default=30.0, help=argparse.SUPPRESS)
 
+
+def add_head_rollout(commands, common: argparse.ArgumentParser) -> None:
+    """shadow, promote and compare: a new head beside production, then in its place."""
     shadow = commands.add_parser(
         "shadow",
         parents=[common],
@@ -258,6 +136,9 @@ def parser() -> argparse.ArgumentParser:
     compare.add_argument("--container-url", help="a local production container")
     compare.add_argument("--shadow-container-url", help="a local shadow container")
 
+
+def add_train_head(commands, common: argparse.ArgumentParser) -> None:
+    """train-head: a training job on captured traffic."""
     train = commands.add_parser(
         "train-head",
         parents=[common],
@@ -302,6 +183,9 @@ def parser() -> argparse.ArgumentParser:
     train.add_argument("--dry-run", action="store_true", help="print the request, send none")
     train.add_argument("--poll-seconds", type=float, default=60.0, help=argparse.SUPPRESS)
 
+
+def add_transform(commands, common: argparse.ArgumentParser) -> None:
+    """transform: a Batch Transform job over JSON Lines."""
     transform = commands.add_parser(
         "transform",
         parents=[common],
@@ -350,7 +234,6 @@ def parser() -> argparse.ArgumentParser:
     )
     transform.add_argument("--dry-run", action="store_true", help="print the requests, send none")
     transform.add_argument("--poll-seconds", type=float, default=30.0, help=argparse.SUPPRESS)
-    return top
 
 
 def add_change_options(command: argparse.ArgumentParser) -> None:
@@ -360,11 +243,3 @@ def add_change_options(command: argparse.ArgumentParser) -> None:
         help="read the endpoint, print the requests that change it, send none",
     )
     command.add_argument("--poll-seconds", type=float, default=30.0, help=argparse.SUPPRESS)
-
-
-def percent(text: str) -> int:
-    """ "10%" or "10": a whole percentage from 0 to 100."""
-    value = text.strip().removesuffix("%")
-    if not value.isdigit() or int(value) > 100:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage; give e.g. 10%")
-    return int(value)

@@ -16,13 +16,13 @@ from typing import Any, TextIO
 from botocore import xform_name
 from botocore.exceptions import ClientError
 
-from deploy import alarms, names, requests
+from deploy import alarms, names, requests, scaling
 from deploy.calls import Call, send
 from deploy.clients import Connection
 from deploy.waiting import Clock, is_not_found, wait_until_gone
 
 SAGEMAKER = requests.SAGEMAKER
-AUTOSCALING = requests.AUTOSCALING
+AUTOSCALING = scaling.AUTOSCALING
 GONE_CODES = frozenset({"ObjectNotFoundException"})
 
 
@@ -61,7 +61,7 @@ def discovery_calls(endpoint_name: str, resource_ids: list[str]) -> list[Call]:
     return [
         Call(SAGEMAKER, "DescribeEndpoint", {"EndpointName": endpoint_name}),
         list_components(endpoint_name),
-        requests.describe_scalable_targets(resource_ids),
+        scaling.describe_scalable_targets(resource_ids),
         list_endpoint_configs(endpoint_name),
         list_models(endpoint_name),
         list_alarms(endpoint_name),
@@ -75,8 +75,8 @@ def assumed_inventory(endpoint_name: str) -> Inventory:
         endpoint=True,
         components=[component],
         scalable_targets=[
-            (requests.variant_resource_id(endpoint_name), requests.VARIANT_DIMENSION, []),
-            (requests.component_resource_id(component), requests.COMPONENT_DIMENSION, []),
+            (scaling.variant_resource_id(endpoint_name), scaling.VARIANT_DIMENSION, []),
+            (scaling.component_resource_id(component), scaling.COMPONENT_DIMENSION, []),
         ],
     )
 
@@ -95,7 +95,7 @@ def delete_calls(endpoint_name: str, inventory: Inventory) -> list[Call]:
                     {"PolicyName": policy, **target, "ScalableDimension": dimension},
                 )
             )
-        found.append(requests.deregister_scalable_target(resource_id, dimension))
+        found.append(scaling.deregister_scalable_target(resource_id, dimension))
     found += [
         Call(SAGEMAKER, "DeleteInferenceComponent", {"InferenceComponentName": component})
         for component in inventory.components
@@ -147,7 +147,7 @@ def discover(endpoint_name: str, connection: Connection) -> Inventory:
         if model:
             models.add(model)
     resource_ids = [f"endpoint/{endpoint_name}/variant/{variant}" for variant in variants] + [
-        requests.component_resource_id(component) for component in inventory.components
+        scaling.component_resource_id(component) for component in inventory.components
     ]
     if resource_ids:
         inventory.scalable_targets = scalable_targets(connection, resource_ids)
@@ -175,7 +175,7 @@ def scalable_targets(
     connection: Connection, resource_ids: list[str]
 ) -> list[tuple[str, str, list[str]]]:
     autoscaling = connection.client(AUTOSCALING)
-    described = send(connection.client, requests.describe_scalable_targets(resource_ids))
+    described = send(connection.client, scaling.describe_scalable_targets(resource_ids))
     found = []
     for target in described.get("ScalableTargets", []):
         policies = autoscaling.describe_scaling_policies(

@@ -4,6 +4,7 @@ traceback from deep inside botocore."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,10 @@ class Connection:
                 service, region_name=self.region, endpoint_url=self.endpoint_url, config=self.config
             )
         return self.made[service]
+
+
+# connect, or a stand-in for it (tests): (profile, region, endpoint URL) in, a Connection out.
+Connect = Callable[[str | None, str | None, str | None], Connection]
 
 
 def connect(profile: str | None, region: str | None, endpoint_url: str | None) -> Connection:

@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 
 import botocore.session
 
+from deploy.errors import UsageError
+
 MAX_NAME = 63
 VERSION_FORMAT = "%Y%m%d%H%M%S"
 VERSION_DIGITS = 14
@@ -40,6 +42,13 @@ def name_problem(option: str, name: str) -> str | None:
             "(e.g. qwen3-coder-peagle)."
         )
     return None
+
+
+def check_name(name: str) -> None:
+    """Stops with a usage error when NAME cannot name an endpoint."""
+    problem = name_problem("--name", name)
+    if problem:
+        raise UsageError(problem)
 
 
 def version_now(now: datetime | None = None) -> str:

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from botocore.exceptions import ClientError
 
-from deploy import alarms, requests
+from deploy import alarms, requests, scaling
 from deploy.calls import Call, send
 from deploy.clients import Connection
 from deploy.errors import DeployFailed
@@ -77,13 +77,13 @@ def alarm_names(calls: list[Step]) -> list[str]:
 
 def steps(plan: Plan, existing: Existing) -> list[Step]:
     model = [requests.create_model(plan)]
-    scaling: list[Step] = (
-        [requests.register_scalable_target(plan), requests.put_scaling_policy(plan)]
+    scale: list[Step] = (
+        [scaling.register_scalable_target(plan), scaling.put_scaling_policy(plan)]
         if plan.autoscaling is not None
         else []
     )
     if plan.asynchronous is not None and plan.asynchronous.scale_to_zero:
-        scaling.append(WakeUp())
+        scale.append(WakeUp())
     if plan.component is None:
         if not existing.endpoint:
             return [
@@ -91,17 +91,17 @@ def steps(plan: Plan, existing: Existing) -> list[Step]:
                 requests.create_endpoint_config(plan),
                 requests.create_endpoint(plan),
                 WaitForEndpoint(updating=False),
-                *scaling,
+                *scale,
             ]
         guard = guard_calls(plan, existing)
         return [
             *model,
             requests.create_endpoint_config(plan),
-            *[requests.deregister_scalable_target(*target) for target in existing.scaled_variant],
+            *[scaling.deregister_scalable_target(*target) for target in existing.scaled_variant],
             *guard,
             requests.update_endpoint(plan, alarm_names(guard)),
             WaitForEndpoint(updating=True),
-            *scaling,
+            *scale,
         ]
     endpoint: list[Step] = []
     if not existing.endpoint:
@@ -116,11 +116,11 @@ def steps(plan: Plan, existing: Existing) -> list[Step]:
             *endpoint,
             requests.create_inference_component(plan),
             WaitForComponent(),
-            *scaling,
+            *scale,
         ]
     guard = guard_calls(plan, existing)
     update = requests.update_inference_component(plan, alarm_names(guard))
-    return [*model, *guard, update, WaitForComponent(), *scaling]
+    return [*model, *guard, update, WaitForComponent(), *scale]
 
 
 def calls_of(plan: Plan, planned: list[Step]) -> list[Call]:
@@ -132,8 +132,8 @@ def calls_of(plan: Plan, planned: list[Step]) -> list[Call]:
             found.append(step)
         elif isinstance(step, WakeUp):
             found += [
-                requests.wake_up_policy(plan),
-                requests.wake_up_alarm(plan, POLICY_ARN_PLACEHOLDER),
+                scaling.wake_up_policy(plan),
+                scaling.wake_up_alarm(plan, POLICY_ARN_PLACEHOLDER),
             ]
     return found
 
@@ -179,8 +179,8 @@ def find_existing(plan: Plan, connection: Connection, out: TextIO) -> Existing:
         )
         floor = acceptance_floor(plan, connection, out) if component else None
         return Existing(endpoint=True, component=component, min_acceptance=floor)
-    resource_id = requests.variant_resource_id(plan.endpoint_name)
-    described = send(connection.client, requests.describe_scalable_targets([resource_id]))
+    resource_id = scaling.variant_resource_id(plan.endpoint_name)
+    described = send(connection.client, scaling.describe_scalable_targets([resource_id]))
     scaled = tuple(
         (target["ResourceId"], target["ScalableDimension"])
         for target in described.get("ScalableTargets", [])
@@ -237,10 +237,10 @@ def run_steps(
             out.write(describe_step(step) + "\n")
             send(connection.client, step)
         elif isinstance(step, WakeUp):
-            policy = requests.wake_up_policy(plan)
+            policy = scaling.wake_up_policy(plan)
             out.write(f"{describe_step(policy)} (step scaling: wake up)\n")
             arn = send(connection.client, policy)["PolicyARN"]
-            alarm = requests.wake_up_alarm(plan, arn)
+            alarm = scaling.wake_up_alarm(plan, arn)
             out.write(describe_step(alarm) + "\n")
             send(connection.client, alarm)
         elif isinstance(step, WaitForEndpoint):

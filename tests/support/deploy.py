@@ -17,8 +17,8 @@ import botocore.session
 from botocore.config import Config
 from botocore.stub import Stubber
 
-from deploy.__main__ import Connect, run
-from deploy.clients import Connection
+from deploy.__main__ import run
+from deploy.clients import Connect, Connection
 from deploy.waiting import Clock
 from tests.support.preflight import write_safetensors
 
