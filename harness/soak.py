@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import httpx
 import psutil
 
-from harness import fuzz
+from harness import fuzz, fuzz_seeds
 
 CHAT = {"messages": [{"role": "user", "content": "What is deep learning?"}], "max_tokens": 32}
 WORK = [
@@ -36,7 +36,7 @@ WORK = [
     (
         "tools",
         "/invocations",
-        {**CHAT, "tools": fuzz.TOOLS, "tool_choice": "required", "max_tokens": 32},
+        {**CHAT, "tools": fuzz_seeds.TOOLS, "tool_choice": "required", "max_tokens": 32},
     ),
     (
         "json",
