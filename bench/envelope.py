@@ -18,7 +18,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from bench import report
+from bench import plots
 
 DEFAULT_K = (1, 2, 3, 5, 7)
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64)
@@ -176,7 +176,7 @@ def plot(
     tokens_per_s: Mapping[int, Mapping[int, float | None]], best: Mapping[int, int], path: Path
 ) -> None:
     """tok/s against concurrency per K, and the envelope the schedule follows."""
-    with report.figure(path, "Output tokens/s by K and concurrency, and the envelope") as axes:
+    with plots.figure(path, "Output tokens/s by K and concurrency, and the envelope") as axes:
         for k, by_level in sorted(tokens_per_s.items()):
             points = sorted((level, v) for level, v in by_level.items() if v is not None)
             axes.plot([c for c, _ in points], [v for _, v in points], marker="o", label=name_of(k))

@@ -6,12 +6,13 @@ import argparse
 import asyncio
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 from tqdm import tqdm
 
-from bench import report
+from bench import plots, report
 from bench.acceptance import acceptance_length, acceptance_per_position, read_counters
 from bench.client import RequestResult
 from bench.options import add_levels_command, sampled_payloads, serving_target, settings_of
@@ -145,7 +146,18 @@ def command(args: argparse.Namespace) -> int:
                 await target.aclose()
 
         levels = asyncio.run(sweep())
-    table = report.write_run(args.out_dir, args.name, levels, {"settings": settings_of(args)})
+    table = write_run(args.out_dir, args.name, levels, {"settings": settings_of(args)})
     print(table)
     print(f"\nwrote {args.out_dir}/{args.name}.json, .md and .png")
     return 0
+
+
+def write_run(
+    out_dir: Path, name: str, levels: Sequence[report.Level], meta: dict[str, Any]
+) -> str:
+    """One target's sweep: JSON, markdown and PNG in out_dir; returns the markdown table."""
+    table = report.levels_table(levels)
+    report.write_json(out_dir / f"{name}.json", {**meta, "levels": list(levels)})
+    (out_dir / f"{name}.md").write_text(f"# {name}\n\n{table}\n")
+    plots.throughput({name: levels}, out_dir / f"{name}.png", f"{name}: output tokens/s")
+    return table

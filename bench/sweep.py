@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import report
+from bench import plots, report
 from bench.configuration import LocalContainer
 from bench.options import (
     add_command,
@@ -251,10 +251,8 @@ def write_report(
     text += f"\n\nSweep took {minutes:.1f} min.\n"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "sweep.md").write_text("# Configuration sweep\n\n" + text)
-    report.plot_throughput(runs, out_dir / "sweep.png", "output tokens/s by configuration")
-    report.plot_positions(
-        runs, out_dir / "sweep-positions.png", "acceptance rate by draft position"
-    )
+    plots.throughput(runs, out_dir / "sweep.png", "output tokens/s by configuration")
+    plots.positions(runs, out_dir / "sweep-positions.png", "acceptance rate by draft position")
     return text
 
 
