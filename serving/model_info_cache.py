@@ -10,7 +10,7 @@ architecture vLLM registers, lets any model's first start skip them.
 This leans on two internals of vllm/model_executor/models/registry.py: the lazily registered
 model's `inspect_model_cls()` (which hashes, caches and reads the cache) and the module's
 `_run_in_subprocess`, replaced here by a plain call so that all architectures are resolved
-in this one process. tests/test_model_info_cache.py fails loudly if an upgrade changes them.
+in this one process. tests/serving/test_model_info_cache.py fails loudly if an upgrade changes them.
 """
 
 from __future__ import annotations

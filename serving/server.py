@@ -32,7 +32,7 @@ log = logging.getLogger("serving.server")
 
 # The uvicorn versions whose internals the front's overrides were read from (handle_exit and
 # _captured_signals here, send_400_response in protocol.py); pyproject.toml pins the same
-# range and tests/test_uvicorn_hooks.py checks both against the installed uvicorn.
+# range and tests/serving/test_uvicorn_hooks.py checks both against the installed uvicorn.
 TESTED_UVICORN = ("0.54", "0.55")
 
 
@@ -104,16 +104,40 @@ def open_capture(settings: Settings) -> Capture | None:
     return Capture(settings.capture_dir, settings.capture_sample, max_bytes)
 
 
+def warn_if_uvicorn_untested() -> None:
+    if uvicorn_is_tested(uvicorn.__version__):
+        return
+    low, high = TESTED_UVICORN
+    log.warning(
+        "uvicorn %s is outside the range the front was tested with (>=%s,<%s); SIGTERM "
+        "draining and JSON answers to malformed HTTP rely on its internals.",
+        uvicorn.__version__,
+        low,
+        high,
+    )
+
+
+def front_config(settings: Settings) -> uvicorn.Config:
+    """uvicorn's settings for the front; its app is set once the server exists."""
+    return uvicorn.Config(
+        app=None,  # serve() sets it, once the server (which the lifecycle calls back) exists
+        http=FrontProtocol,
+        access_log=False,
+        log_config=None,
+        timeout_graceful_shutdown=GRACEFUL_CLOSE_SECONDS,
+        timeout_keep_alive=65,
+        # /invocations-bidirectional-stream. SageMaker pings the socket (every 60 s) and the
+        # front answers; it sends no pings of its own, which a router need not answer.
+        ws="websockets-sansio",
+        ws_ping_interval=None,
+        # A frame up to twice the payload limit is read and answered with an error frame
+        # (serving/bidi_session.py); a larger one closes the socket (1009).
+        ws_max_size=2 * settings.max_payload_bytes,
+    )
+
+
 def serve(settings: Settings) -> int:
-    if not uvicorn_is_tested(uvicorn.__version__):
-        low, high = TESTED_UVICORN
-        log.warning(
-            "uvicorn %s is outside the range the front was tested with (>=%s,<%s); SIGTERM "
-            "draining and JSON answers to malformed HTTP rely on its internals.",
-            uvicorn.__version__,
-            low,
-            high,
-        )
+    warn_if_uvicorn_untested()
     try:
         front_socket = bind(settings.host, settings.port)
     except OSError as error:
@@ -158,21 +182,7 @@ def serve(settings: Settings) -> int:
         idle_seconds=pool_idle_seconds(environment),
     )
     relay = Relay(Exchanges(client, capture))
-    config = uvicorn.Config(
-        app=None,  # set below, once the server (which the lifecycle calls back) exists
-        http=FrontProtocol,
-        access_log=False,
-        log_config=None,
-        timeout_graceful_shutdown=GRACEFUL_CLOSE_SECONDS,
-        timeout_keep_alive=65,
-        # /invocations-bidirectional-stream. SageMaker pings the socket (every 60 s) and the
-        # front answers; it sends no pings of its own, which a router need not answer.
-        ws="websockets-sansio",
-        ws_ping_interval=None,
-        # A frame up to twice the payload limit is read and answered with an error frame
-        # (serving/bidi_session.py); a larger one closes the socket (1009).
-        ws_max_size=2 * settings.max_payload_bytes,
-    )
+    config = front_config(settings)
     server = FrontServer(config)
     lifecycle = Lifecycle(
         engine,

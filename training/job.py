@@ -195,26 +195,48 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
     verifier = target_config.get("_name_or_path") or SERVED_TARGET
     start = channel_head if start_from is not None else None
     decision = choice.decide(target, start, start_from, save_dir, prompt_sets, verifier, hp, work)
-    chosen, guard = decision.chosen, decision.guard
+    chosen = decision.chosen
     choice.copy_head(chosen.head, layout.model_dir)
-    report = Report(
-        train_rows=len(train_rows),
+    report = report_of(
+        decision, len(train_rows), split, replay, prompt_sets, hp, time.monotonic() - started
+    )
+    (layout.model_dir / REPORT_FILE).write_text(json.dumps(asdict(report), indent=2) + "\n")
+    publish_metrics(chosen)
+    return report
+
+
+def report_of(
+    decision: choice.Decision,
+    train_rows: int,
+    split: rows.Split,
+    replay: rows.Split,
+    prompt_sets: dict[str, choice.Prompts],
+    hp: Hyperparameters,
+    seconds: float,
+) -> Report:
+    """What the job did and what it chose, as report.json records it."""
+    return Report(
+        train_rows=train_rows,
         held_out_conversations=len(split.held_out),
         replay_conversations=len(replay.train) + len(replay.held_out),
         num_speculative_tokens=hp.num_speculative_tokens,
         epochs=hp.epochs,
         keep_start_head=hp.keep_start_head,
-        seconds=round(time.monotonic() - started, 1),
-        validation=chosen.validation,
-        held_out=chosen.measured.get(TRAIN_CHANNEL),
-        replay=chosen.measured.get(REPLAY_CHANNEL),
+        seconds=round(seconds, 1),
+        validation=decision.chosen.validation,
+        held_out=decision.chosen.measured.get(TRAIN_CHANNEL),
+        replay=decision.chosen.measured.get(REPLAY_CHANNEL),
         start_head=decision.start or None,
         replay_guard=(
             None
-            if guard.floor is None
-            else {"max_loss": guard.max_loss, "floor": guard.floor, "met": decision.kept}
+            if decision.guard.floor is None
+            else {
+                "max_loss": decision.guard.max_loss,
+                "floor": decision.guard.floor,
+                "met": decision.kept,
+            }
         ),
-        checkpoint=chosen.checkpoint.name,
+        checkpoint=decision.chosen.checkpoint.name,
         tried={
             c.checkpoint.name: {
                 name: choice.acceptance_of(c.measured, name) for name in prompt_sets
@@ -222,7 +244,10 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
             for c in decision.tried
         },
     )
-    (layout.model_dir / REPORT_FILE).write_text(json.dumps(asdict(report), indent=2) + "\n")
+
+
+def publish_metrics(chosen: choice.Candidate) -> None:
+    """The chosen head's figures as the training job's metrics (SageMaker's regexes read them)."""
     for name, value in chosen.validation.items():
         if isinstance(value, int | float):
             metric(f"validation_{name}", value)
@@ -230,4 +255,3 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
         figure = choice.acceptance_of(chosen.measured, channel)
         if figure is not None:
             metric(f"{name}_acceptance_length", figure)
-    return report

@@ -21,9 +21,9 @@ Fix: expand at the caller's dtype into the caller's tensor: each request's value
 CUDA path is untouched: there `expand_kernel` is the Triton kernel, which stores into the
 caller's tensor at its dtype, and this override is registered only without Triton.
 
-Test: tests/test_vllm_patches.py (the CPU override, called as the rejection sampler calls
-it, gives [a, a, b, b, b, c] with 0 replaced, for float and integer inputs) and
-tests/test_fuzz.py (no fuzzed body, grammar-bound ones beside sampled ones, gets a 500).
+Test: tests/vllm_patches/test_vllm_patches.py (the CPU override, called as the rejection sampler
+calls it, gives [a, a, b, b, b, c] with 0 replaced, for float and integer inputs) and
+tests/serving/test_fuzz.py (no fuzzed body, grammar-bound ones beside sampled ones, gets a 500).
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ is each position's acceptance rate at any mix of K, and the difference between p
 p-1 and p counts the drafts of exactly p tokens: which K the engine drafted, seen from
 Prometheus. No existing metric changes.
 
-Test: tests/test_metrics.py (the counter is there and its position 0 equals
-num_drafts); tests/test_speculation_schedule.py (under a schedule, drafts of each K add up).
+Test: tests/serving/test_metrics.py (the counter is there and its position 0 equals
+num_drafts); tests/serving/test_speculation_schedule.py (under a schedule, drafts of each K add up).
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ order, both up together, 4 interleaved rounds of 96 structured requests at one c
 (which this does not touch), side by side on the same workload: P-EAGLE 1.75x (1.70-1.85 over
 4 rounds) with the fix, 1.45-1.52x before; acceptance and the 96 greedy answers unchanged.
 
-Test: tests/test_vllm_patches.py (the engine loop fetches the drafts before it queues the
-step's outputs); `bench sweep --workload structured` for the speed.
+Test: tests/vllm_patches/test_vllm_patches.py (the engine loop fetches the drafts before it queues
+the step's outputs); `bench sweep --workload structured` for the speed.
 """
 
 from __future__ import annotations

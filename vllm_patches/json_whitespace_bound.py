@@ -34,10 +34,10 @@ values. Tags in the deprecated `structures` form have no such field and are unch
 Only the xgrammar backend has the bound; the config refuses it with another backend, and a
 bound below 1.
 
-Test: tests/test_vllm_patches.py (the config takes the field and refuses a bad one; the
+Test: tests/vllm_patches/test_vllm_patches.py (the config takes the field and refuses a bad one; the
 compiled grammars of a JSON schema and of a forced call's arguments accept the model's `": "`
 and indentation up to the bound and refuse a run past it; without the patch the field is
-refused); tests/test_structured_outputs.py and bench fidelity (a constrained answer equals
+refused); tests/serving/test_structured_outputs.py and bench fidelity (a constrained answer equals
 the free one byte for byte where the free one is valid).
 """
 

@@ -27,8 +27,8 @@ verifies every draft, and the blocks kept are the target's own cached KV. A requ
 admitted at K=0 that later drafts finds the drafter KV of its prompt unwritten either way
 (no drafter pass ran on it), so keeping the block costs it nothing it had.
 
-Test: tests/test_vllm_patches.py admits a request whose prompt is cached, through the real
-`KVCacheManager` (a full-attention and a full+sliding-window KV cache), with a stand-in
+Test: tests/vllm_patches/test_vllm_patches.py admits a request whose prompt is cached, through the
+real `KVCacheManager` (a full-attention and a full+sliding-window KV cache), with a stand-in
 scheduler: at a batch size whose K is 7 the hit is one block short, at K=0 it is whole.
 """
 

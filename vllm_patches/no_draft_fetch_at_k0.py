@@ -27,8 +27,8 @@ rounds of 32 HumanEval prompts x 64 tokens): 1.06x output tokens/s at one client
 16, 0.97x at 64 (one batch of 64 requests a round: within that level's noise); no request
 failed.
 
-Test: tests/test_vllm_patches.py runs `EngineCore.step()` and `post_step()` on a stand-in
-engine and counts the draft fetches: one after a K=7 step, none after a K=0 step.
+Test: tests/vllm_patches/test_vllm_patches.py runs `EngineCore.step()` and `post_step()` on a
+stand-in engine and counts the draft fetches: one after a K=7 step, none after a K=0 step.
 """
 
 from __future__ import annotations

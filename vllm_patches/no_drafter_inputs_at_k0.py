@@ -18,7 +18,7 @@ scheduled at K=0 under synchronous scheduling returns the empty draft at once, t
 [batch, 0] tensor the proposer would return. Asynchronous scheduling keeps the path as it
 is. Outputs are unchanged: the step has no drafts either way.
 
-Test: tests/test_vllm_patches.py serves the demo pair in-process with a schedule that
+Test: tests/vllm_patches/test_vllm_patches.py serves the demo pair in-process with a schedule that
 drafts only while a request is alone and counts `prepare_next_token_ids_padded` calls on
 steps with two requests (K=0): none, with answers equal to the same prompt's alone.
 """

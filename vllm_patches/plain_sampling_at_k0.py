@@ -22,8 +22,8 @@ row at the speculative offset (`num_decode_draft_tokens`). Greedy outputs are un
 a sampled token comes from the same distribution (the rejection sampler's bonus token with
 no drafts is a plain sample from the target's probabilities).
 
-Test: tests/test_vllm_patches.py serves the demo pair with an all-K=0 schedule in-process
-and counts the rejection sampler's calls: none, with answers equal to the target's alone.
+Test: tests/vllm_patches/test_vllm_patches.py serves the demo pair with an all-K=0 schedule
+in-process and counts the rejection sampler's calls: none, with answers equal to the target's alone.
 """
 
 from __future__ import annotations

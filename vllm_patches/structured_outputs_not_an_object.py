@@ -12,9 +12,9 @@ Fix: the validator refuses a value that is neither an object nor `StructuredOutp
 with a `VLLMValidationError` naming `structured_outputs` (a 400), as it already does for
 an object that names two kinds of constraint. `null` still means none.
 
-Test: tests/test_vllm_patches.py (both request models refuse a string, a list and a number
-with a validation error that names the field; an object still validates) and
-tests/test_fuzz.py (no fuzzed body is answered 500).
+Test: tests/vllm_patches/test_vllm_patches.py (both request models refuse a string, a list and a
+number with a validation error that names the field; an object still validates) and
+tests/serving/test_fuzz.py (no fuzzed body is answered 500).
 """
 
 from __future__ import annotations

@@ -17,9 +17,10 @@ Fix: return the logits as they are when there are no rows, as the Triton path
 with rows. On CUDA the Triton path is taken and this function is not reached; the patched
 text is the same in the CUDA wheel.
 
-Test: tests/test_vllm_patches.py (empty logits and k through `apply_top_k_top_p_pytorch`
-as the CPU platform calls it) and tests/test_sampling.py (a sampled chat with `top_k` on the
-P-EAGLE container is answered, twice, and the engine stays up).
+Test: tests/vllm_patches/test_vllm_patches.py (empty logits and k through
+`apply_top_k_top_p_pytorch` as the CPU platform calls it) and tests/serving/test_speculation.py
+(sampled chats with `top_k` on the P-EAGLE container are answered and the engine stays up; top_k=1
+answers the greedy tokens).
 """
 
 from __future__ import annotations

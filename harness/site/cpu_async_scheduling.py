@@ -8,7 +8,7 @@ required on CPU"), so the CPU suite would never exercise the GPU's scheduling pa
 the switch, this folder's sitecustomize patches the CPU platform as vLLM imports it, in each
 of vLLM's processes, to keep the mode vLLM chose before the platform turned it off. Unset,
 and on any platform but the CPU, it does nothing; it is not in the images: the GPU path
-stays vLLM's own. tests/test_cpu_async_scheduling.py drives it.
+stays vLLM's own. tests/serving/test_cpu_async_scheduling.py drives it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 vLLM's own SageMaker entrypoint turns every SM_VLLM_FOO_BAR=value into `--foo-bar value`,
 which is wrong for booleans (`--enforce-eager true` reads "true" as a model name) and for
-lists. The rules here are one function with a table of cases in tests/test_env_flags.py.
+lists. The rules here are one function with a table of cases in tests/serving/test_env_flags.py.
 Rules that hold for every variable: an empty or blank value means unset, and a yes/no
 value is spelled with the words in TRUE_WORDS and FALSE_WORDS.
 """

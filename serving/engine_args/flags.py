@@ -2,9 +2,9 @@
 
 NEGATABLE_FLAGS are the boolean flags for which vLLM's parser also accepts a `--no-` form
 (argparse.BooleanOptionalAction); SWITCH_FLAGS the boolean flags without one (store_true);
-MULTI_VALUE_FLAGS the flags that take several values (nargs '+' or '*'). tests/test_vllm_flags.py
-checks every table against the installed vLLM, so a vLLM upgrade that changes one fails the
-tests instead of the endpoint.
+MULTI_VALUE_FLAGS the flags that take several values (nargs '+' or '*').
+tests/serving/test_vllm_flags.py checks every table against the installed vLLM, so a vLLM upgrade
+that changes one fails the tests instead of the endpoint.
 """
 
 from __future__ import annotations

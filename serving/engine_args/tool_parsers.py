@@ -6,7 +6,7 @@ syntax is in the template, so the choice is made from it: the markers each famil
 writes, most specific first (several families wrap calls in `<tool_call>`), with
 `model_type` where the template alone cannot tell. Sources: vLLM 0.32's tool-calling and
 reasoning docs, and the markers in each parser's source (vllm/tool_parsers/, vllm/parser/);
-tests/test_tool_parsers.py checks each name against the installed vLLM.
+tests/serving/test_agents.py checks each name against the installed vLLM.
 
 No imports beyond the standard library: preflight and the laptop tools read it too.
 """

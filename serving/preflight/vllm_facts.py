@@ -1,7 +1,7 @@
 """Facts about vLLM 0.32 that the checks rest on, copied from its source.
 
 Preflight must not import vLLM (it pulls in torch and takes seconds), so the facts are
-written out here, each with the file it comes from. tests/test_preflight_vllm_facts.py
+written out here, each with the file it comes from. tests/preflight/test_vllm_facts.py
 holds every table against the installed vLLM, so an upgrade that changes one fails there.
 """
 

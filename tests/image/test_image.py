@@ -1,9 +1,9 @@
 """The built image, run the way SageMaker runs it (`make image-test`, `--backend docker`):
 `docker run IMAGE serve`, the trained pair mounted read-only at /opt/ml, P-EAGLE on.
 
-The shared `peagle` container also runs tests/test_app.py, and `doomed` the engine-death
-test of tests/test_lifecycle.py: the same test functions as the host suite. What only an image
-has is checked here: PID 1, `docker stop`, the HEALTHCHECK, shared memory, the network.
+The shared `peagle` container also runs tests/serving/test_app.py, and `doomed` the engine-death
+test of tests/serving/test_lifecycle.py: the same test functions as the host suite. What only an
+image has is checked here: PID 1, `docker stop`, the HEALTHCHECK, shared memory, the network.
 """
 
 from __future__ import annotations
@@ -280,7 +280,7 @@ def test_the_engine_session_yields_the_cpu_to_the_front(peagle):
     assert listed.returncode == 0, listed.stderr
     priorities = {tuple(line.split()) for line in listed.stdout.splitlines()}
     # Its processes at nice 10, and so is their session's autogroup where the kernel has one
-    # (the image's user may raise it; tests/test_engine.py says why it matters).
+    # (the image's user may raise it; tests/serving/test_engine.py says why it matters).
     assert priorities in ({("10", "10")}, {("10", "-")}), priorities
 
 

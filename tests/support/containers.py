@@ -39,9 +39,9 @@ PEAGLE_CONFIG = speculative_config("peagle:3")
 # serve's `real` schedule, harness.configurations, drafts K=3 for a request alone).
 REAL_K = 5
 REAL_CONFIG = speculative_config(f"peagle:{REAL_K}")
-# K by batch size (num_speculative_tokens_per_batch_size): the largest K, one in between, K=1
-# (the proposer's one-slot path) and no drafts, each for a range tests/test_batch_schedule.py
-# moves the batch size across.
+# K by batch size (num_speculative_tokens_per_batch_size): the largest K, one in between, K=1 (the
+# proposer's one-slot path) and no drafts, each for a range
+# tests/serving/test_speculation_schedule.py moves the batch size across.
 SCHEDULE_MAX_NUM_SEQS = 16
 SCHEDULED_CONFIG = speculative_config("peagle:7@1-1/3@2-2/1@3-4/0@5-16")
 

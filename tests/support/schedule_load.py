@@ -1,6 +1,6 @@
 """Load that walks a K-by-batch-size schedule's ranges: requests started a little apart with
 different lengths, so the batch grows one request at a time and shrinks again while they run
-(tests/test_speculation_schedule.py, tests/test_cpu_async_scheduling.py)."""
+(tests/serving/test_speculation_schedule.py, tests/serving/test_cpu_async_scheduling.py)."""
 
 from __future__ import annotations
 

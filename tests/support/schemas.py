@@ -12,7 +12,7 @@ CITY = {
     "additionalProperties": False,
 }
 
-# A tool's arguments, bounded the same way (tests/test_tool_calls.py and the agent tests).
+# A tool's arguments, bounded the same way (tests/serving/test_tool_calls.py and the agent tests).
 WEATHER = {
     "type": "object",
     "properties": {

@@ -63,8 +63,8 @@ def report(cases: dict[str, Callable[[], str]]) -> None:
     print(MARKER, json.dumps(results), sep="\n")
 
 
-# The agent cases (tests/test_agent_clients.py): one tool, a question it answers, and what the
-# tool says back. Enums bound the arguments, so every answer can be checked against them.
+# The agent cases (tests/clients/test_agent_clients.py): one tool, a question it answers, and what
+# the tool says back. Enums bound the arguments, so every answer can be checked against them.
 TOOL_QUESTION = "What is the weather in Paris?"
 CITIES = ["Paris", "Tokyo", "Lima"]
 UNITS = ["celsius", "fahrenheit"]

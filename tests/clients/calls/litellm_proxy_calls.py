@@ -1,9 +1,9 @@
 """The plain OpenAI SDK on LiteLLM's proxy, which turns each call into a `sagemaker_chat/`
-InvokeEndpoint call: chat, tools under each tool_choice and response_format json_schema, whole
-and streamed (streamed calls put together from their deltas, as the SDK's users do), and the
-container's speculation counts (CustomAttributes, metrics). The first
-argument is the proxy's URL, the second the proxy's model name for whole answers (its streamed
-twin is that name plus `-stream`, tests/test_litellm_proxy.py); the key is OPENAI_API_KEY, the
+InvokeEndpoint call: chat, tools under each tool_choice and response_format json_schema, whole and
+streamed (streamed calls put together from their deltas, as the SDK's users do), and the container's
+speculation counts (CustomAttributes, metrics). The first argument is the proxy's URL, the second
+the proxy's model name for whole answers (its streamed twin is that name plus `-stream`,
+tests/clients/test_litellm_proxy.py); the key is OPENAI_API_KEY, the
 proxy's master key, as a user of the SDK sets it."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What counts as a stall, and how many restarts a window allows: the rules, on vLLM's own
-metric lines. The real engine stalled and killed: tests/test_self_healing.py."""
+metric lines. The real engine stalled and killed: tests/serving/test_self_healing.py."""
 
 from __future__ import annotations
 

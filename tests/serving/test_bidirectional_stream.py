@@ -12,6 +12,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
+from tests.serving.test_relay import LONG, assert_aborted, wait_idle
 from tests.support.bidi import (
     chat_text,
     completion_text,
@@ -23,7 +24,6 @@ from tests.support.bidi import (
     until_type,
 )
 from tests.support.containers import PEAGLE_MAX_CONCURRENT
-from tests.test_relay import LONG, assert_aborted, wait_idle
 
 CHAT = {
     "messages": [{"role": "user", "content": "Write a Python function that adds two numbers."}],

@@ -246,7 +246,7 @@ def test_what_does_not_pass_through_the_proxy_fails_as_recorded(results):
 
 # The section of docs/clients.md that shows this: its local config is the one written here, its
 # real-endpoint config the same bar sagemaker_base_url, and its snippet runs through the proxy.
-CLIENTS_DOC = Path(__file__).parents[1] / "docs" / "clients.md"
+CLIENTS_DOC = Path(__file__).parents[2] / "docs" / "clients.md"
 DOC_HEADING = "## OpenAI-only frameworks: LiteLLM's proxy\n"
 DOC_MODEL = "qwen3-coder-peagle"
 

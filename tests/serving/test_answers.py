@@ -124,7 +124,7 @@ def test_a_container_without_speculation_adds_no_speculation_headers(plain):
 
 def test_a_whole_answers_usage_carries_no_nulls(client: httpx.Client):
     # vLLM writes "completion_tokens_details": null; Strands Agents' SageMaker model fails on
-    # any usage key it does not know (tests/test_agent_clients.py runs it).
+    # any usage key it does not know (tests/clients/test_agent_clients.py runs it).
     answer = client.post("/invocations", json=CODE).json()
     usage = answer["usage"]
     assert None not in usage.values(), usage

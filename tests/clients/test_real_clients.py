@@ -130,7 +130,7 @@ def test_the_client_returns_the_greedy_text_sync_and_streamed(client, peagle, ru
 
 # The snippets a reader copies (docs/clients.md), run as they are in each client's own
 # environment: section heading to environment, and the answers each prints.
-CLIENTS_DOC = Path(__file__).parents[1] / "docs" / "clients.md"
+CLIENTS_DOC = Path(__file__).parents[2] / "docs" / "clients.md"
 DOC_SECTIONS = {
     "LiteLLM": ("litellm-langchain", ("chat", "prompt")),
     "LangChain": ("litellm-langchain", ("chat", "prompt")),

@@ -29,7 +29,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from serving.protocol import FrontProtocol
 from serving.server import TESTED_UVICORN, FrontServer, uvicorn_is_tested
 
-PYPROJECT = Path(__file__).parents[1] / "pyproject.toml"
+PYPROJECT = Path(__file__).parents[2] / "pyproject.toml"
 
 
 def test_the_installed_uvicorn_is_in_the_pinned_and_tested_range():

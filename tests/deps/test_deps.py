@@ -8,7 +8,7 @@ from pathlib import Path
 
 import deps.__main__ as deps
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_locked_package_is_pinned_with_a_sha256():

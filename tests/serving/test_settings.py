@@ -1,5 +1,5 @@
 """Settings: the environment read into the container's settings, its defaults, and the
-values it refuses. The SM_VLLM_* -> flag rules themselves are tests/test_env_flags.py's."""
+values it refuses. The SM_VLLM_* -> flag rules themselves are tests/serving/test_env_flags.py's."""
 
 from __future__ import annotations
 

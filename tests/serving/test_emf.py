@@ -17,7 +17,7 @@ from serving.emf import Totals, document
 from tests.support.containers import TRAINED
 from tests.support.rollout import DEPLOYED
 
-SCHEMA = json.loads((Path(__file__).parent / "data" / "emf-schema.json").read_text())
+SCHEMA = json.loads((Path(__file__).parents[1] / "data" / "emf-schema.json").read_text())
 CODE = {
     "messages": [{"role": "user", "content": "def is_prime(n):"}],
     "max_tokens": 48,

@@ -243,7 +243,7 @@ def test_a_stream_that_breaks_raises_model_stream_error_after_the_parts_sent():
 
 
 # The boto3 snippets a reader copies: the page the README links for trying boto3 locally.
-LOCAL_RUNTIME_DOC = Path(__file__).parents[1] / "docs" / "local-runtime.md"
+LOCAL_RUNTIME_DOC = Path(__file__).parents[2] / "docs" / "local-runtime.md"
 LOCAL_RUNTIME_SECTION = "# Try your boto3 code locally"
 
 

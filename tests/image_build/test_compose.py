@@ -15,7 +15,7 @@ from serving import paths
 from tests.support.image_files import COMPOSE_FILE, GPU_DOCKERFILE, ROOT, compose
 
 # Vendored from compose-spec/compose-spec, schema/compose-spec.json at 170098ba (Apache-2.0).
-COMPOSE_SCHEMA = Path(__file__).parent / "data" / "compose-spec.json"
+COMPOSE_SCHEMA = Path(__file__).parents[1] / "data" / "compose-spec.json"
 MODEL_DIR = str(paths.model_dir(paths.DEFAULT_OPT_ML_ROOT))
 DRAFTER_DIR = str(paths.channel_dir(paths.DEFAULT_OPT_ML_ROOT))
 
