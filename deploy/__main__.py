@@ -218,22 +218,10 @@ def run(
             return head_rollout.run_promote(args, connect_to, out, err, clock)
         if args.command == "compare":
             return head_rollout.run_compare(args, connect_to, out)
-        if args.command == "train-head":
-            return train_head.run(
-                args,
-                lambda: connect_to(args.profile, args.region, args.endpoint_url),
-                out,
-                err,
-                clock,
-            )
-        if args.command == "transform":
-            return transform_job.run(
-                args,
-                lambda: connect_to(args.profile, args.region, args.endpoint_url),
-                out,
-                err,
-                clock,
-            )
+        jobs = {"train-head": train_head.run, "transform": transform_job.run}
+        if args.command in jobs:  # each connects only once its options are checked
+            connection = functools.partial(connect_to, args.profile, args.region, args.endpoint_url)
+            return jobs[args.command](args, connection, out, err, clock)
         return run_status(args, connect_to, out)
     except UsageError as error:
         for problem in error.problems:
