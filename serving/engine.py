@@ -34,6 +34,11 @@ AUTOGROUP_RETRY_SECONDS = 0.1
 # sending usage statistics. A value the user set wins.
 OFFLINE_ENVIRONMENT = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 NO_TELEMETRY_ENVIRONMENT = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+# SageMaker's OpenAI path forwards `model` as the client wrote it (absent, "", the endpoint's
+# name, a framework's made-up name): vLLM answers any of them with the one served model, and
+# a loaded adapter's name still selects it (serving/served_models.py). Set to 0 for vLLM's
+# 404 on any other name.
+ANY_MODEL_NAME_ENVIRONMENT = {"VLLM_SKIP_MODEL_NAME_VALIDATION": "1"}
 
 
 class EngineExited(RuntimeError):
@@ -54,7 +59,11 @@ def models_are_local(settings: Settings) -> bool:
 
 def engine_environment(settings: Settings, environ: Mapping[str, str]) -> dict[str, str]:
     """The engine's environment: ours, with no hub or telemetry traffic where none is needed."""
-    defaults = {**NO_TELEMETRY_ENVIRONMENT, ENGINE_KEEP_ALIVE_VAR: str(ENGINE_KEEP_ALIVE_SECONDS)}
+    defaults = {
+        **NO_TELEMETRY_ENVIRONMENT,
+        **ANY_MODEL_NAME_ENVIRONMENT,
+        ENGINE_KEEP_ALIVE_VAR: str(ENGINE_KEEP_ALIVE_SECONDS),
+    }
     if models_are_local(settings):
         defaults.update(OFFLINE_ENVIRONMENT)
     return {**defaults, **environ}

@@ -18,6 +18,7 @@ from serving.capture import MAX_ANSWER_BYTES, Capture, CapturedExchange
 from serving.engine_client import EngineAnswer, EngineClient
 from serving.headers import RawHeaders
 from serving.record import RequestRecord
+from serving.served_models import ADAPTER_ROUTES, NotServed, ServedModels
 
 
 class Answer:
@@ -26,7 +27,7 @@ class Answer:
 
     def __init__(
         self,
-        upstream: EngineAnswer,
+        upstream: EngineAnswer | NotServed,
         record: RequestRecord,
         capture: Capture | None = None,
         request: bytes = b"",
@@ -126,11 +127,13 @@ class Answer:
 
 
 class Exchanges:
-    """The front's exchanges with the engine: its one client, and capture when it is on."""
+    """The front's exchanges with the engine: its one client, the names it serves, and
+    capture when it is on."""
 
     def __init__(self, client: EngineClient, capture: Capture | None = None):
         self.client = client
         self.capture = capture
+        self.models = ServedModels(client)
 
     async def send(
         self,
@@ -141,8 +144,13 @@ class Exchanges:
         headers: RawHeaders,
     ) -> Answer:
         """Send the request; its answer once the status and headers are in (raises
-        EngineError when the engine is not there)."""
+        EngineError when the engine is not there). An adapter the request names that is not
+        loaded is answered as the engine answers a model it does not serve."""
+        if (missing := await self.models.missing_adapter(headers)) is not None:
+            return Answer(NotServed(missing), record)
         upstream = await self.client.send(method, target, content, headers)
+        if target.startswith(ADAPTER_ROUTES):
+            self.models.forget()
         if self._chooses(record, upstream.status, content):
             return Answer(upstream, record, self.capture, content)
         return Answer(upstream, record)

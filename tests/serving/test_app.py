@@ -35,16 +35,13 @@ def test_model_is_optional_and_filled_with_the_served_model(client: httpx.Client
     assert body["model"] == served
 
 
-def test_a_model_naming_the_endpoint_works_on_invocations_not_on_v1(client: httpx.Client):
-    """LiteLLM's sagemaker_chat/ route names the endpoint as the model: /invocations answers
-    it with the served model; /v1 keeps OpenAI's strict check of the model name."""
+def test_a_model_naming_the_endpoint_works_on_invocations(client: httpx.Client):
+    """LiteLLM's sagemaker_chat/ route names the endpoint as the model: the served model
+    answers it (so does /v1: tests/serving/test_openai_path.py)."""
     served = client.get("/v1/models").json()["data"][0]["id"]
     named = client.post("/invocations", json={**CHAT, "model": "my-endpoint"})
     assert named.status_code == 200, named.text
     assert named.json()["model"] == served
-    strict = client.post("/v1/chat/completions", json={**CHAT, "model": "my-endpoint"})
-    assert strict.status_code == 404, strict.text
-    assert "my-endpoint" in strict.json()["error"]["message"]
 
 
 def test_completion_payload_returns_a_text_completion(client: httpx.Client):

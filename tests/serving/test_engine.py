@@ -123,14 +123,18 @@ def test_local_models_run_offline_and_without_telemetry(tmp_path: Path):
     env = engine_environment(settings, {"PATH": "/usr/bin"})
     assert env["HF_HUB_OFFLINE"] == env["TRANSFORMERS_OFFLINE"] == "1"
     assert env["VLLM_NO_USAGE_STATS"] == "1"
+    assert env["VLLM_SKIP_MODEL_NAME_VALIDATION"] == "1"  # any `model` (test_openai_path.py)
     assert env["PATH"] == "/usr/bin"
 
 
 def test_a_hub_model_may_reach_the_hub_and_the_users_choice_wins(tmp_path: Path):
     settings = load_settings({"OPT_ML_ROOT": str(tmp_path / "empty"), "HF_MODEL_ID": "org/m"})
-    env = engine_environment(settings, {"VLLM_NO_USAGE_STATS": "0"})
+    env = engine_environment(
+        settings, {"VLLM_NO_USAGE_STATS": "0", "VLLM_SKIP_MODEL_NAME_VALIDATION": "0"}
+    )
     assert "HF_HUB_OFFLINE" not in env
     assert env["VLLM_NO_USAGE_STATS"] == "0"
+    assert env["VLLM_SKIP_MODEL_NAME_VALIDATION"] == "0"
 
 
 def test_the_cpu_build_gets_small_kv_blocks_unless_the_user_chose(tmp_path: Path):

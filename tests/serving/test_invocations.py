@@ -127,16 +127,6 @@ def test_inference_id_names_the_request_in_vllm_and_our_log(client: httpx.Client
     assert line in peagle.log_once(line)
 
 
-def test_adapter_header_reaches_vllm_unchanged(client: httpx.Client):
-    # vLLM's SageMaker layer turns the adapter header into the model to use; no such adapter
-    # is loaded, so vLLM answers that this model does not exist, naming it.
-    response = client.post(
-        "/invocations", json=CHAT, headers={"X-Amzn-SageMaker-Adapter-Identifier": "adapter-zq7"}
-    )
-    assert response.status_code == 404, response.text
-    assert "adapter-zq7" in response.json()["error"]["message"]
-
-
 def test_session_headers_go_both_ways(client: httpx.Client):
     opened = client.post("/invocations", json={"requestType": "NEW_SESSION"})
     assert opened.status_code == 200, opened.text
