@@ -33,6 +33,7 @@ import uvicorn
 
 from local_runtime import http2
 from local_runtime.app import create_app
+from local_runtime.bearer import LOCAL_KEYS, BearerTokens
 from local_runtime.http2 import CERTIFICATE_FILE, DEFAULT_CERTIFICATE_DIR
 from local_runtime.runtime import INVOKE_TIMEOUT_SECONDS, Runtime
 from local_runtime.shadow import DEFAULT_SAMPLE_PERCENT, Shadow
@@ -129,6 +130,13 @@ def runtime_from(args: argparse.Namespace) -> Runtime:
     return Runtime(args.container_url, args.invoke_timeout, args.part_bytes, shadow=shadow)
 
 
+def tokens_from(environ) -> BearerTokens:
+    """The OpenAI path's bearer tokens: those signed with this process's AWS key (as a
+    client here would sign them), or with the suite's `local` key when it has none."""
+    key, secret = environ.get("AWS_ACCESS_KEY_ID"), environ.get("AWS_SECRET_ACCESS_KEY")
+    return BearerTokens({key: secret} if key and secret else LOCAL_KEYS)
+
+
 def async_invocations_from(args: argparse.Namespace, runtime: Runtime):
     if args.async_output_uri is None:
         return None
@@ -155,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     runtime = runtime_from(args)
-    app = create_app(runtime, async_invocations_from(args, runtime))
+    app = create_app(runtime, async_invocations_from(args, runtime), tokens_from(os.environ))
     # loop and http stay "auto": uvloop and httptools when installed (uvicorn[standard], which
     # vLLM brings), which take about 0.3 ms off each call against asyncio and h11 here.
     config = uvicorn.Config(

@@ -1,7 +1,8 @@
 """The runtime's routes: InvokeEndpoint and InvokeEndpointWithResponseStream relayed to
-the container's /invocations as SageMaker relays them. Any endpoint name reaches the one
-container. With a shadow container (local_runtime/shadow.py), a sampled share of the calls
-is mirrored to it too; GET /shadow shows what was mirrored.
+the container's /invocations as SageMaker relays them, and the OpenAI-compatible path with
+bearer tokens (local_runtime/openai_path.py). Any endpoint name reaches the one container.
+With a shadow container (local_runtime/shadow.py), a sampled share of the calls is mirrored
+to it too; GET /shadow shows what was mirrored.
 
 Both routes are raw ASGI apps under Starlette's router: the relay is the runtime's hot path,
 and Starlette's Request and Response objects cost more there than the routes need."""
@@ -23,6 +24,7 @@ from starlette.types import Receive, Scope, Send
 from local_runtime import event_stream
 from local_runtime.asgi import read_body, send_answer
 from local_runtime.async_inference import AsyncInvocations
+from local_runtime.bearer import LOCAL_KEYS, BearerTokens
 from local_runtime.bidirectional import InvokeEndpointWithBidirectionalStream
 from local_runtime.container import Answer, ContainerError, StreamedAnswer
 from local_runtime.errors import (
@@ -31,6 +33,7 @@ from local_runtime.errors import (
     validation_error,
 )
 from local_runtime.headers import to_client, to_container
+from local_runtime.openai_path import OpenAIPath
 from local_runtime.runtime import Call, Runtime, container_failed, refusal
 
 log = logging.getLogger("local_runtime")
@@ -190,7 +193,15 @@ class ShadowCounters:
         await answer(scope, receive, send)
 
 
-def create_app(runtime: Runtime, async_invocations: AsyncInvocations | None = None) -> Starlette:
+def create_app(
+    runtime: Runtime,
+    async_invocations: AsyncInvocations | None = None,
+    tokens: BearerTokens | None = None,
+) -> Starlette:
+    """`tokens`: the bearer tokens the OpenAI path accepts (by default, those signed with the
+    suite's `local` key)."""
+    openai_path = OpenAIPath(runtime, tokens or BearerTokens(LOCAL_KEYS))
+
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         yield
@@ -208,6 +219,12 @@ def create_app(runtime: Runtime, async_invocations: AsyncInvocations | None = No
         Route(
             "/endpoints/{endpoint_name}/invocations-bidirectional-stream",
             InvokeEndpointWithBidirectionalStream(runtime),
+            methods=["POST"],
+        ),
+        Route("/endpoints/{endpoint_name}/openai/v1/{route:path}", openai_path, methods=["POST"]),
+        Route(
+            "/endpoints/{endpoint_name}/inference-components/{component}/openai/v1/{route:path}",
+            openai_path,
             methods=["POST"],
         ),
         Route("/shadow", ShadowCounters(runtime), methods=["GET"]),

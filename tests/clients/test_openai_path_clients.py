@@ -1,0 +1,74 @@
+"""SageMaker's OpenAI-compatible path through the local runtime, as a user of the real SDKs
+meets it: the SageMaker Python SDK v3 makes the bearer token, plain HTTPS requests and the
+OpenAI SDK (unchanged, in environments of their own) call `/endpoints/<ep>/openai/v1` with
+it, and the container with P-EAGLE on answers the same greedy text the target gives on
+/invocations. A missing, malformed, expired or wrongly signed token is refused before the
+container sees the call (local_runtime/bearer.py)."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import jsonschema
+import pytest
+
+from tests.support.client_envs import run_calls
+from tests.support.local_runtime import local_runtime
+from tests.support.schemas import CITY, WEATHER
+
+MAX_TOKENS = 24
+ENDPOINT = "my-endpoint"
+PROMPT = "def fibonacci(n):"  # tests/clients/calls/common.py's
+
+
+@pytest.fixture(scope="module")
+def runtime_url(peagle):
+    with local_runtime(peagle.url) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def greedy(peagle) -> str:
+    body = {"messages": [{"role": "user", "content": PROMPT}], "max_tokens": MAX_TOKENS}
+    answer = httpx.post(f"{peagle.url}/invocations", json={**body, "temperature": 0}, timeout=120)
+    return answer.json()["choices"][0]["message"]["content"]
+
+
+@pytest.fixture(scope="module")
+def v3(runtime_url) -> dict:
+    return run_calls(
+        "sagemaker-v3", "sagemaker_v3_openai_path.py", runtime_url, ENDPOINT, MAX_TOKENS
+    )
+
+
+def text(results: dict, case: str) -> str:
+    assert "text" in results[case], f"{case}: {results[case].get('trace') or results[case]}"
+    return results[case]["text"]
+
+
+def test_the_sdk_v3_token_opens_the_openai_path(v3, greedy):
+    assert text(v3, "token").startswith("sagemaker-api-key-")
+    for case in ("chat", "chat stream", "inference component"):
+        assert text(v3, case) == greedy, case
+
+
+def test_a_token_that_is_not_good_is_refused(v3):
+    assert text(v3, "missing token") == "401 invalid_api_key"
+    assert text(v3, "malformed token") == "401 invalid_api_key"
+    assert text(v3, "expired token") == "401 expired_api_key"
+    assert text(v3, "wrong secret") == "403 invalid_api_key"
+
+
+def test_the_openai_sdk_runs_unchanged_on_it(v3, runtime_url, greedy):
+    token = text(v3, "token")
+    results = run_calls(
+        "openai", "openai_path_calls.py", runtime_url, ENDPOINT, MAX_TOKENS,
+        extra_env={"SAGEMAKER_BEARER_TOKEN": token},
+    )  # fmt: skip
+    assert text(results, "chat") == text(results, "chat stream") == greedy
+    name, arguments = json.loads(text(results, "named tool call"))
+    assert name == "get_weather"
+    jsonschema.validate(arguments, WEATHER)
+    jsonschema.validate(json.loads(text(results, "structured")), CITY)
+    assert text(results, "not a token") == "AuthenticationError 401"
