@@ -76,7 +76,23 @@ def run_deploy(
         f"endpoint {plan.endpoint_name} is in service; try: python -m deploy invoke "
         f"--name {plan.endpoint_name} --prompt 'What is deep learning?'\n"
     )
+    out.write(openai_path(plan, connection.region))
     return 0
+
+
+def openai_path(plan: Plan, region: str) -> str:
+    """How OpenAI clients reach the endpoint: SageMaker's OpenAI-compatible path, with a
+    bearer token made from the caller's AWS credentials (docs/clients.md)."""
+    base = f"https://runtime.sagemaker.{region}.amazonaws.com/endpoints/{plan.endpoint_name}"
+    if plan.component is not None:
+        base += f"/inference-components/{plan.component.name}"
+    recipe = f"generate_token(region='{region}')"
+    return (
+        f"OpenAI clients: base_url={base}/openai/v1, api_key=the token that "
+        f"sagemaker.core.token_generator's {recipe} makes (pip install sagemaker; valid up "
+        "to 12 h; the caller needs sagemaker:CallWithBearerToken and "
+        "sagemaker:InvokeEndpoint)\n"
+    )
 
 
 def print_dry_run(plan: Plan, update: bool, out: TextIO, err: TextIO) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from deploy import routing
 from deploy.plan import (
     DEFAULT_ACCEPTANCE_FLOOR,
     DEFAULT_BAKE_SECONDS,
@@ -30,6 +31,7 @@ def add_deploy(commands, common: argparse.ArgumentParser) -> None:
     add_autoscaling_options(deploy)
     add_async_options(deploy)
     add_guard_options(deploy)
+    routing.add_options(deploy)
     deploy.add_argument("--dry-run", action="store_true", help="print the requests, send none")
     deploy.add_argument(
         "--update",

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from deploy import names
+from deploy.routing import Observability, Routing
 from deploy.s3 import S3Prefix
 from deploy.sizing import Sizing
 
@@ -83,6 +84,8 @@ class Plan:
     # K by batch size ([first, last, K] ranges; num_speculative_tokens is the largest K).
     batch_schedule: tuple[tuple[int, int, int], ...] | None = None
     asynchronous: AsyncInference | None = None
+    routing: Routing = field(default_factory=Routing)
+    observability: Observability = field(default_factory=Observability)
 
     @property
     def head_version(self) -> str:

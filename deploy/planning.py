@@ -8,7 +8,7 @@ import argparse
 import json
 from collections.abc import Callable
 
-from deploy import inputs, names
+from deploy import inputs, names, routing
 from deploy.clients import Connection
 from deploy.errors import UsageError
 from deploy.model_dirs import directory_bytes
@@ -252,6 +252,8 @@ def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connectio
     asynchronous = asynchronous_of(args, problems)
     scaling = autoscaling_of(args, problems)
     guard = guard_of(args, problems)
+    traffic = routing.routing_of(args, environment, problems)
+    observability = routing.observability_of(args, problems)
     if not problems and args.target_dir is not None and args.head_dir is not None:
         from serving.preflight.pair import speculation_problems
 
@@ -288,4 +290,6 @@ def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connectio
         autoscaling=scaling,
         guard=guard,
         asynchronous=asynchronous,
+        routing=traffic,
+        observability=observability,
     )

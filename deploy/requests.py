@@ -96,7 +96,7 @@ def production_variant(plan: Plan) -> dict[str, Any]:
         "VariantName": names.VARIANT_NAME,
         "InstanceType": plan.instance_type,
         "InitialInstanceCount": plan.instance_count,
-        "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
+        "RoutingConfig": plan.routing.request(),
     }
     if plan.component is None:
         # With inference components these limits belong to the component instead.
@@ -121,6 +121,7 @@ def create_endpoint_config(plan: Plan) -> Call:
     params: dict[str, Any] = {
         "EndpointConfigName": plan.endpoint_config_name,
         "ProductionVariants": [production_variant(plan)],
+        "MetricsConfig": plan.observability.request(),
     }
     if plan.component is not None:
         # No model in the variant, so SageMaker takes the role from the config.

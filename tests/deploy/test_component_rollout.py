@@ -19,6 +19,7 @@ from tests.support.deploy import (
 from tests.support.rollout import (
     ARGS,
     CREATE_MODEL,
+    DETAILED_METRICS,
     ERRORS_ALARM,
     NOT_FOUND,
     expect_alarms_deleted,
@@ -67,6 +68,7 @@ def test_inference_component_with_autoscaling(fixed_version) -> None:
                 }
             ],
             "ExecutionRoleArn": ROLE,
+            "MetricsConfig": DETAILED_METRICS,
         },
     )
     sagemaker.add_response(
@@ -144,6 +146,7 @@ def test_inference_component_with_autoscaling(fixed_version) -> None:
     stubbed.assert_done()
     assert "inference component qwen-peagle-ic: Creating" in out
     assert "inference component qwen-peagle-ic: InService" in out
+    assert "/endpoints/qwen-peagle/inference-components/qwen-peagle-ic/openai/v1," in out
 
 
 def test_existing_component_is_updated(fixed_version) -> None:

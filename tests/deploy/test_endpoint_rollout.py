@@ -23,6 +23,7 @@ from tests.support.rollout import (
     ACCEPTANCE_ALARM,
     ARGS,
     CREATE_MODEL,
+    DETAILED_METRICS,
     ERRORS_ALARM,
     NOT_FOUND,
     expect_acceptance_alarm,
@@ -48,6 +49,7 @@ PLAIN_CONFIG = {
             "InferenceAmiVersion": "al2-ami-sagemaker-inference-gpu-3-1",
         }
     ],
+    "MetricsConfig": DETAILED_METRICS,
 }
 
 
@@ -81,6 +83,10 @@ def test_new_endpoint(fixed_version) -> None:
     assert "[0:00] endpoint qwen-peagle: Creating" in out
     assert "[1:00] endpoint qwen-peagle: InService" in out
     assert out.count("Creating\n") == 1  # a change is printed once, not on every poll
+    # OpenAI clients are told where the endpoint's OpenAI path is, and how to get a token.
+    base = f"https://runtime.sagemaker.{REGION}.amazonaws.com/endpoints/{ENDPOINT}/openai/v1"
+    assert f"base_url={base}," in out
+    assert f"generate_token(region='{REGION}')" in out
 
 
 def test_existing_endpoint_is_rolled_with_update(fixed_version) -> None:

@@ -60,6 +60,8 @@ HEAD_DIMENSIONS = [
     {"Name": "HeadVersion", "Value": VERSIONED.removeprefix(ENDPOINT + "-")},
     {"Name": "VariantName", "Value": "AllTraffic"},
 ]
+# What every new endpoint config asks of SageMaker's scraper of /metrics (deploy/routing.py).
+DETAILED_METRICS = {"EnableDetailedObservability": True, "MetricPublishFrequencyInSeconds": 60}
 ACCEPTANCE_ALARM = f"{VERSIONED}-acceptance"
 ERRORS_ALARM = f"{VERSIONED}-errors"
 
