@@ -236,23 +236,72 @@ def test_docker_stop_finishes_a_stream_and_exits_0(drain, image):
     assert outcome["stopped_after"] < 25, f"docker stop took {outcome['stopped_after']:.1f} s"
 
 
-def test_it_starts_and_serves_with_no_network_at_all(image, docker):
-    env = demo_env(SM_VLLM_SPECULATIVE_CONFIG=json.dumps(PEAGLE_CONFIG))
-    isolated = DockerContainer(
+# JSON settings as users paste them from docs: pretty-printed, tabs and spaces, newlines, a
+# trailing newline; an object, and a list for a flag that takes several values.
+PRETTY_SPECULATIVE_CONFIG = json.dumps(PEAGLE_CONFIG, indent="\t") + "\n"
+PRETTY_GENERATION_CONFIG = '{\n    "repetition_penalty": 1.0,\n\t"top_k": -1\n}\n'
+PRETTY_NAMES = '[\n  "demo",\n  "my-endpoint"\n]\n'
+# The engine's command line, as its process has it: one argument a line.
+ENGINE_ARGV = """
+import os
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+    if b"vllm.entrypoints.openai.api_server" in argv:
+        print(__import__("json").dumps([part.decode() for part in argv if part]))
+        break
+"""
+MODELS_SCRIPT = """
+import urllib.request
+print(urllib.request.urlopen("http://127.0.0.1:8080/v1/models", timeout=10).read().decode())
+"""
+
+
+@pytest.fixture(scope="module")
+def isolated(image, docker):
+    """A container with no network at all, started with its JSON settings pretty-printed."""
+    env = demo_env(
+        SM_VLLM_SPECULATIVE_CONFIG=PRETTY_SPECULATIVE_CONFIG,
+        SM_VLLM_OVERRIDE_GENERATION_CONFIG=PRETTY_GENERATION_CONFIG,
+        SM_VLLM_SERVED_MODEL_NAME=PRETTY_NAMES,
+    )
+    container = DockerContainer(
         "isolated", env, image, docker, DEMO_ROOT,
         log_path=LOG_DIR / "image-isolated.log", network="none",
     )  # fmt: skip
-    with isolated.start():
+    with container.start():
         deadline = time.monotonic() + 600
-        while (status := isolated.exec("python3", "-c", PING_SCRIPT).stdout.strip()) != "200":
-            assert isolated.exit_code() is None, isolated.tail()
-            assert time.monotonic() < deadline, f"/ping still {status}: {isolated.tail()}"
+        while (status := container.exec("python3", "-c", PING_SCRIPT).stdout.strip()) != "200":
+            assert container.exit_code() is None, container.tail()
+            assert time.monotonic() < deadline, f"/ping still {status}: {container.tail()}"
             time.sleep(1)
-        answer = isolated.exec("python3", "-c", CHAT_SCRIPT, json.dumps(GREEDY_CHAT))
-        assert answer.returncode == 0, answer.stderr
-        assert json.loads(answer.stdout)["choices"][0]["message"]["content"]
-        assert isolated.exec("cat", "/sys/class/net/lo/operstate").returncode == 0
-        assert isolated.exec("ls", "/sys/class/net").stdout.split() == ["lo"]
+        yield container
+
+
+def test_it_starts_and_serves_with_no_network_at_all(isolated):
+    answer = isolated.exec("python3", "-c", CHAT_SCRIPT, json.dumps(GREEDY_CHAT))
+    assert answer.returncode == 0, answer.stderr
+    assert json.loads(answer.stdout)["choices"][0]["message"]["content"]
+    assert isolated.exec("cat", "/sys/class/net/lo/operstate").returncode == 0
+    assert isolated.exec("ls", "/sys/class/net").stdout.split() == ["lo"]
+
+
+def test_pretty_printed_json_settings_reach_vllm_intact(isolated):
+    """SageMaker passes each variable whole; every value reaches vLLM as the JSON it was."""
+    listed = isolated.exec("python3", "-c", ENGINE_ARGV)
+    assert listed.returncode == 0, listed.stderr
+    argv = json.loads(listed.stdout)
+
+    def value(flag: str) -> str:
+        return argv[argv.index(flag) + 1]
+
+    spec = json.loads(value("--speculative-config"))
+    assert {key: spec[key] for key in PEAGLE_CONFIG} == PEAGLE_CONFIG
+    generation = json.loads(value("--override-generation-config"))
+    assert generation == json.loads(PRETTY_GENERATION_CONFIG)
+    names = argv[argv.index("--served-model-name") + 1 :][:2]
+    assert names == ["demo", "my-endpoint"]
+    models = isolated.exec("python3", "-c", MODELS_SCRIPT)
+    assert [model["id"] for model in json.loads(models.stdout)["data"]][:1] == ["demo"]
 
 
 # Each process of the engine's session: its nice value and its autogroup's ("-" without one).

@@ -64,6 +64,17 @@ FLAG_CASES = [
         ["--lora-modules", '{"name": "a", "path": "/a"}', "b=/b"],
     ),
     ("SM_VLLM_LORA_MODULES", "[]", []),
+    # Pretty-printed, as pasted from docs: one argument still, or one per list item.
+    (
+        "SM_VLLM_OVERRIDE_GENERATION_CONFIG",
+        '{\n\t"top_k": -1,\n    "repetition_penalty": 1.0\n}\n',
+        ["--override-generation-config", '{\n\t"top_k": -1,\n    "repetition_penalty": 1.0\n}'],
+    ),
+    (
+        "SM_VLLM_SERVED_MODEL_NAME",
+        '[\n  "demo",\n  "my-endpoint"\n]\n',
+        ["--served-model-name", "demo", "my-endpoint"],
+    ),
 ]
 
 

@@ -36,6 +36,15 @@ def test_speculative_config_gets_the_eagle_channel_as_model(opt_ml: Path):
     assert not any("speculative" in flag for flag in settings.engine_flags)
 
 
+def test_a_pretty_printed_speculative_config_is_read_as_its_json(opt_ml: Path):
+    """As users paste it from docs: indented with tabs and spaces, over lines, a newline at
+    the end (the image's own run of it: tests/image/test_image.py)."""
+    spec = {"method": "eagle3", "num_speculative_tokens": 5, "parallel_drafting": True}
+    for text in (json.dumps(spec, indent="\t") + "\n", "\n  " + json.dumps(spec, indent=4) + " \n"):
+        settings = load_settings({"OPT_ML_ROOT": str(opt_ml), "SM_VLLM_SPECULATIVE_CONFIG": text})
+        assert {key: settings.speculative_config[key] for key in spec} == spec
+
+
 def test_explicit_drafter_model_is_kept(opt_ml: Path):
     spec = {"model": "/elsewhere", "method": "eagle3", "num_speculative_tokens": 3}
     settings = load_settings(
