@@ -9,6 +9,8 @@ rehearsed by `python -m rehearsals`).
   crosscheck  our output tok/s and TTFT against `vllm bench serve` on the same endpoint
   load        N clients for T seconds; counts completed, refused, errors, lost; /ping latency
               (--body-mb 5: clients post 5 MiB chat payloads; /ping every 20 ms)
+  scrape      the same load with /metrics scraped every second and without, ABBA: scrape
+              latency, and the throughput side by side
   coldstart   time to the first /ping 200, front and bare vLLM side by side
   image       the built image against the host process: start-up, docker stop, engine kill
   fault       engine stalled and killed, host and image: time to /ping 503 and back to 200
@@ -23,7 +25,7 @@ rehearsed by `python -m rehearsals`).
   engine      configurations side by side in one process, without the HTTP layer: the
               engine's own tok/s at N clients, each configuration against the first
 
-run, overhead, crosscheck and load take --url of a running container, or --start CONFIG
+run, overhead, crosscheck, load and scrape take --url of a running container, or --start CONFIG
 (none, eagle3:K or peagle:K) to start a local one for the duration.
 """
 
@@ -44,6 +46,7 @@ from bench import (
     load,
     overhead,
     run,
+    scrape,
     sweep,
     variants,
 )
@@ -51,7 +54,7 @@ from bench.options import main_of
 
 COMMANDS = (
     run, sweep, crossover, overhead, crosscheck, load, coldstart, image, fault, variants, fidelity,
-    batch_transform, bidi, engine_side_by_side,
+    batch_transform, bidi, engine_side_by_side, scrape,
 )  # fmt: skip
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -36,6 +37,8 @@ from workloads.prompts import sampled
 PING_INTERVAL_SECONDS = 0.1
 BODY_PING_INTERVAL_SECONDS = 0.02
 PING_GOAL_P99_MS = 50.0
+# A scrape that takes longer than this counts as failed (SageMaker's own is not published).
+SCRAPE_TIMEOUT_SECONDS = 5.0
 REFUSED = (429, 503)
 # After T seconds, requests in flight get this long to finish before they count as lost.
 FINISH_GRACE_SECONDS = 120.0
@@ -87,7 +90,10 @@ async def run_load(
     stream_fraction: float = 0.5,
     max_tokens: int = 64,
     seed: int = 0,
+    scrape_interval: float | None = None,
 ) -> dict[str, Any]:
+    """With `scrape_interval`, /metrics is also scraped that often, as SageMaker's detailed
+    observability does (bench/scrape.py)."""
     base_url = url.rstrip("/").removesuffix("/invocations")
     target = UrlTarget(
         base_url, max_connections=clients + 8, read_timeout=duration + FINISH_GRACE_SECONDS
@@ -95,7 +101,12 @@ async def run_load(
     tally: Counter = Counter()
     errors: Counter = Counter()
     try:
-        async with probing(base_url, PING_INTERVAL_SECONDS) as pings:
+        async with contextlib.AsyncExitStack() as probes:
+            pings = await probes.enter_async_context(probing(base_url, PING_INTERVAL_SECONDS))
+            if scrape_interval is not None:
+                scrapes = await probes.enter_async_context(
+                    probing(base_url, scrape_interval, "/metrics", SCRAPE_TIMEOUT_SECONDS)
+                )
             started = time.monotonic()
             deadline = started + duration
             await asyncio.gather(*(
@@ -121,6 +132,7 @@ async def run_load(
         "completed_per_s": tally["completed"] / elapsed if elapsed else 0.0,
         "error_samples": dict(errors.most_common(5)),
         **pings.summary(),
+        **(scrapes.summary("scrape") if scrape_interval is not None else {}),
     }
 
 

@@ -330,6 +330,22 @@ def test_load_loses_nothing(peagle):
     assert result["pings"] > 0 and result["ping_ms_p99"] is not None
 
 
+def test_scrape_puts_the_scraped_load_beside_the_plain_one(peagle, tmp_path):
+    """`bench scrape` at a tiny size: both variants run, each leads once, the scrape's
+    latency is reported and nothing is lost."""
+    code = main([
+        "scrape", "--url", peagle.url, "--clients", "2", "--duration", "3", "--rounds", "2",
+        "--num-prompts", "4", "--max-tokens", "8", "--out-dir", str(tmp_path),
+    ])  # fmt: skip
+    result = json.loads((tmp_path / "scrape.json").read_text())
+    assert code == 0 and result["lost"] == 0
+    scraped, alone = result["rounds"]["scraped"], result["rounds"]["not scraped"]
+    assert len(scraped) == len(alone) == 2
+    assert all(round_["scrapes"] >= 2 and not round_["scrape_failures"] for round_ in scraped)
+    assert all("scrapes" not in round_ for round_ in alone)
+    assert result["scrape_ms_p99_worst"] > 0 and len(result["throughput_ratios"]) == 2
+
+
 def test_load_with_big_bodies_answers_every_request(peagle, tmp_path):
     """A few clients post 5 MiB chat payloads for a few seconds while /ping is timed: every
     request gets an HTTP answer (vLLM's 400 for a prompt longer than its context counts), none
