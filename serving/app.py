@@ -78,6 +78,7 @@ class Front:
         self.relay = relay
         self.capture = capture
         self.metrics = FrontMetrics()
+        self.metrics.speculation(settings.speculative_config)
         self.parser = PayloadParser(settings.served_model_name)
         self.records = transform.RecordRoad(
             relay.exchanges, self.parser.prepare, self.metrics, relay.why_gone

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterator, Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
+
+from serving.variables import BATCH_SCHEDULE_KEY
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 DRAFTS = "vllm:spec_decode_num_drafts"
@@ -218,6 +220,24 @@ class FrontMetrics:
             "Requests of bidirectional-stream sessions stopped by a cancel frame.",
             registry=self.registry,
         )
+        self.configured_k = Gauge(
+            "serving_spec_decode_k",
+            "Draft tokens the engine proposes a step at each range of batch sizes ('all' "
+            "without a schedule; 0: no drafts there), as configured at start-up.",
+            ["batch_sizes"],
+            registry=self.registry,
+        )
+
+    def speculation(self, config: Mapping[str, Any] | None) -> None:
+        """The K in force, from the speculative config the engine was started with."""
+        if not config or "num_speculative_tokens" not in config:
+            return
+        schedule = config.get(BATCH_SCHEDULE_KEY)
+        if not schedule:
+            self.configured_k.labels("all").set(config["num_speculative_tokens"])
+            return
+        for first, last, k in schedule:
+            self.configured_k.labels(f"{first}-{last}").set(k)
 
     def route_histogram(self, name: str, documentation: str) -> Histogram:
         return Histogram(

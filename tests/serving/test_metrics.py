@@ -61,6 +61,30 @@ def test_a_scrape_says_whether_it_carries_the_engines_metrics():
     assert "serving_spec_decode_mean_acceptance_length" not in missing
 
 
+def test_the_k_in_force_is_a_gauge_per_batch_size_range():
+    scheduled = FrontMetrics()
+    schedule = [[1, 4, 7], [5, 16, 3], [17, 256, 0]]
+    scheduled.speculation(
+        {"num_speculative_tokens": 7, "num_speculative_tokens_per_batch_size": schedule}
+    )
+    values = samples(scheduled.render(None).decode())
+    ks = {
+        dict(labels)["batch_sizes"]: value
+        for (name, labels), value in values.items()
+        if name == "serving_spec_decode_k"
+    }
+    assert ks == {"1-4": 7, "5-16": 3, "17-256": 0}
+    fixed = FrontMetrics()
+    fixed.speculation({"method": "eagle3", "num_speculative_tokens": 5})
+    assert (
+        samples(fixed.render(None).decode())[("serving_spec_decode_k", (("batch_sizes", "all"),))]
+        == 5
+    )
+    none = FrontMetrics()
+    none.speculation(None)
+    assert "serving_spec_decode_k{" not in none.render(None).decode()
+
+
 def samples(text: str) -> dict[tuple[str, tuple], float]:
     return {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
@@ -81,6 +105,7 @@ def test_metrics_parse_and_carry_ours_and_the_engines(client: httpx.Client):
     assert "serving_stream_first_byte_seconds_count" in names
     assert ("serving_requests_in_flight", ()) in values
     assert values[(ENGINE_UP, ())] == 1
+    assert values[("serving_spec_decode_k", (("batch_sizes", "all"),))] == 3  # peagle:3
 
 
 def test_acceptance_gauges_agree_with_vllms_counters(client: httpx.Client):

@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from serving import exit_codes
+from serving.metrics import ENGINE_UP, metric_total
 from tests.support.bidi import open_session, send, until_ended
 from tests.support.containers import (
     DEMO_ROOT,
@@ -153,6 +154,12 @@ def test_a_stalled_engine_answers_its_requests_and_is_restarted_in_place(healing
     assert during_restart(healing, refused.status_code, "stalled", stalls_restarted, probed), (
         refused.text
     )
+    # SageMaker's scrape still gets the front's series, and a gauge that the engine's are
+    # missing (not zeros), until the engine is back.
+    scrape = httpx.get(f"{healing.url}/metrics", timeout=10)
+    assert scrape.status_code == 200 and "serving_requests_total" in scrape.text
+    engine_up = metric_total(scrape.text, ENGINE_UP)
+    assert during_restart(healing, 200 if engine_up else 503, "stalled", stalls_restarted, probed)
     wait_restarted(healing, "stalled", stalls_restarted + 1)
     # Same port, same answers.
     assert httpx.post(f"{healing.url}/invocations", json=SHORT, timeout=120).status_code == 200
