@@ -72,3 +72,44 @@ def test_the_openai_sdk_runs_unchanged_on_it(v3, runtime_url, greedy):
     jsonschema.validate(arguments, WEATHER)
     jsonschema.validate(json.loads(text(results, "structured")), CITY)
     assert text(results, "not a token") == "AuthenticationError 401"
+
+
+# The frameworks' cases (tests/clients/calls/openai_frameworks_calls.py, instructor_calls.py)
+# by what they return: the greedy text, a call of the weather tool, or a City.
+TEXT_CASES = (
+    "agents text", "agents stream", "pydantic-ai text", "pydantic-ai stream", "langchain text",
+    "langchain stream",
+)  # fmt: skip
+CALL_CASES = ("agents tool call", "langchain tool call")
+OBJECT_CASES = (
+    "agents structured", "pydantic-ai native output", "langchain structured",
+    "instructor tools", "instructor json schema",
+)  # fmt: skip
+
+
+def test_openai_only_frameworks_run_unchanged_on_it(v3, runtime_url, greedy):
+    """The OpenAI Agents SDK, pydantic-ai, LangChain's ChatOpenAI and instructor, pointed at
+    the endpoint's OpenAI base URL with the SDK v3's token, as their users would."""
+    token = {"SAGEMAKER_BEARER_TOKEN": text(v3, "token")}
+    results = {
+        **run_calls(
+            "openai-frameworks", "openai_frameworks_calls.py", runtime_url, ENDPOINT, MAX_TOKENS,
+            extra_env=token,
+        ),
+        **run_calls(
+            "instructor", "instructor_calls.py", runtime_url, ENDPOINT, MAX_TOKENS, extra_env=token
+        ),
+    }  # fmt: skip
+    assert set(results) == {*TEXT_CASES, *CALL_CASES, *OBJECT_CASES}
+    failed = {case: result for case, result in results.items() if "text" not in result}
+    assert not failed, {
+        case: result.get("trace", "")[-800:] or result for case, result in failed.items()
+    }
+    for case in TEXT_CASES:
+        assert text(results, case) == greedy, case
+    for case in CALL_CASES:
+        name, arguments = json.loads(text(results, case))
+        assert name == "get_weather", case
+        jsonschema.validate(arguments, WEATHER)
+    for case in OBJECT_CASES:
+        jsonschema.validate(json.loads(text(results, case)), CITY)
