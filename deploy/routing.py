@@ -2,7 +2,7 @@
 SageMaker scrapes from each container: `--routing` and `--metrics-frequency` as
 botocore's `ProductionVariantRoutingConfig` and `MetricsConfig` (botocore 1.44.8).
 
-When each strategy pays (docs/deploy.md#routing): least-outstanding (the default) for mixed
+When each strategy pays (docs/sagemaker.md#routing-and-metrics): least-outstanding (the default) for mixed
 traffic; prefix-aware when many requests share a long prompt prefix (a few tenants' system
 prompts, an agent's tool list), since the instance that served a prefix holds its KV blocks in
 vLLM's prefix cache and skips their prefill; kv-aware for the same traffic when SageMaker
