@@ -9,6 +9,8 @@ rehearsed by `python -m rehearsals`).
   crosscheck  our output tok/s and TTFT against `vllm bench serve` on the same endpoint
   load        N clients for T seconds; counts completed, refused, errors, lost; /ping latency
               (--body-mb 5: clients post 5 MiB chat payloads; /ping every 20 ms)
+  prefix      prefix-aware routing against random over two containers, tenants sharing
+              long system prompts: prefix-cache hit rate and TTFT side by side
   scrape      the same load with /metrics scraped every second and without, ABBA: scrape
               latency, and the throughput side by side
   coldstart   time to the first /ping 200, front and bare vLLM side by side
@@ -45,6 +47,7 @@ from bench import (
     image,
     load,
     overhead,
+    prefix_routing,
     run,
     scrape,
     sweep,
@@ -54,7 +57,7 @@ from bench.options import main_of
 
 COMMANDS = (
     run, sweep, crossover, overhead, crosscheck, load, coldstart, image, fault, variants, fidelity,
-    batch_transform, bidi, engine_side_by_side, scrape,
+    batch_transform, bidi, engine_side_by_side, scrape, prefix_routing,
 )  # fmt: skip
 
 

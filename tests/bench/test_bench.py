@@ -346,6 +346,22 @@ def test_scrape_puts_the_scraped_load_beside_the_plain_one(peagle, tmp_path):
     assert result["scrape_ms_p99_worst"] > 0 and len(result["throughput_ratios"]) == 2
 
 
+def test_prefix_routing_reports_hit_rates_and_ttft_side_by_side(peagle, tmp_path):
+    """`bench prefix` at a tiny size, both "containers" the shared one: every request is
+    answered, and the tenants' shared system prompts hit vLLM's prefix cache."""
+    code = main([
+        "prefix", "--url", peagle.url, "--url", peagle.url, "--tenants", "2",
+        "--prefix-words", "80", "--requests", "6", "--rounds", "2", "--out-dir", str(tmp_path),
+    ])  # fmt: skip
+    result = json.loads((tmp_path / "prefix.json").read_text())
+    assert code == 0 and result["failed"] == 0
+    for variant in ("prefix-aware", "random"):
+        turns = result["turns"][variant]
+        assert len(turns) == 2 and all(turn["answered"] == 6 for turn in turns)
+        assert all(0 < turn["hit_rate"] <= 1 for turn in turns), turns
+        assert all(turn["ttft_ms_p50"] > 0 for turn in turns)
+
+
 def test_load_with_big_bodies_answers_every_request(peagle, tmp_path):
     """A few clients post 5 MiB chat payloads for a few seconds while /ping is timed: every
     request gets an HTTP answer (vLLM's 400 for a prompt longer than its context counts), none
