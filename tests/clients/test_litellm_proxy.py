@@ -4,7 +4,7 @@ environment, in front of the local SageMaker Runtime and the real container with
 the plain OpenAI SDK calling the proxy's /v1. Chat, tool calls under each tool_choice and
 response_format json_schema, whole and streamed, answer what the container's own /v1 answers to
 the same greedy request, and P-EAGLE's counts come back; what stops at the proxy fails as
-recorded (docs/clients.md, "OpenAI-only frameworks: LiteLLM's proxy")."""
+recorded (docs/clients.md, the LiteLLM proxy section)."""
 
 from __future__ import annotations
 
@@ -247,7 +247,7 @@ def test_what_does_not_pass_through_the_proxy_fails_as_recorded(results):
 # The section of docs/clients.md that shows this: its local config is the one written here, its
 # real-endpoint config the same bar sagemaker_base_url, and its snippet runs through the proxy.
 CLIENTS_DOC = Path(__file__).parents[2] / "docs" / "clients.md"
-DOC_HEADING = "## OpenAI-only frameworks: LiteLLM's proxy\n"
+DOC_HEADING = "## Older OpenAI SDKs and clients without bearer tokens: LiteLLM's proxy\n"
 DOC_MODEL = "qwen3-coder-peagle"
 
 
