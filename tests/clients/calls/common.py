@@ -50,6 +50,16 @@ def chat_stream_text(raw: bytes) -> str:
     return text
 
 
+def openai_chat(api, model: str, stream: bool) -> str:
+    """The text of an OpenAI SDK chat call, whole or streamed (its chunks' deltas joined)."""
+    answer = api.chat.completions.create(
+        model=model, messages=MESSAGES, max_tokens=MAX_TOKENS, temperature=0, stream=stream
+    )
+    if not stream:
+        return answer.choices[0].message.content
+    return "".join(chunk.choices[0].delta.content or "" for chunk in answer if chunk.choices)
+
+
 def report(cases: dict[str, Callable[[], str]]) -> None:
     results = {}
     for name, call in cases.items():

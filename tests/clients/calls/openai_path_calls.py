@@ -12,11 +12,11 @@ import openai
 from common import (
     CITIES,
     ENDPOINT,
-    MAX_TOKENS,
     MESSAGES,
     RUNTIME_URL,
     TOOL_QUESTION,
     WEATHER_TOOL,
+    openai_chat,
     report,
 )
 
@@ -28,15 +28,6 @@ CITY = {
     "required": ["city", "sunny"],
     "additionalProperties": False,
 }
-
-
-def chat(stream: bool) -> str:
-    answer = api.chat.completions.create(
-        model=ENDPOINT, messages=MESSAGES, max_tokens=MAX_TOKENS, temperature=0, stream=stream
-    )
-    if not stream:
-        return answer.choices[0].message.content
-    return "".join(chunk.choices[0].delta.content or "" for chunk in answer if chunk.choices)
 
 
 def tool_call() -> str:
@@ -70,8 +61,8 @@ def without_token() -> str:
 
 report(
     {
-        "chat": lambda: chat(False),
-        "chat stream": lambda: chat(True),
+        "chat": lambda: openai_chat(api, ENDPOINT, False),
+        "chat stream": lambda: openai_chat(api, ENDPOINT, True),
         "named tool call": tool_call,
         "structured": structured,
         "not a token": without_token,
