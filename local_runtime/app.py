@@ -22,7 +22,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from local_runtime import event_stream
-from local_runtime.asgi import read_body, send_answer
+from local_runtime.asgi import send_answer
 from local_runtime.async_inference import AsyncInvocations
 from local_runtime.bearer import LOCAL_KEYS, BearerTokens
 from local_runtime.bidirectional import InvokeEndpointWithBidirectionalStream
@@ -34,19 +34,16 @@ from local_runtime.errors import (
 )
 from local_runtime.headers import to_client, to_container
 from local_runtime.openai_path import OpenAIPath
-from local_runtime.runtime import Call, Runtime, container_failed, refusal
+from local_runtime.runtime import (
+    MAX_BODY_BYTES,
+    Call,
+    Runtime,
+    container_failed,
+    read_limited,
+    refusal,
+)
 
 log = logging.getLogger("local_runtime")
-# SageMaker's limit on the request body.
-MAX_BODY_BYTES = 6 * 1024 * 1024
-
-
-async def read_limited(call: Call, receive: Receive) -> bytes | None:
-    """The body, or None once it is over SageMaker's limit."""
-    declared = call.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        return None
-    return await read_body(receive, MAX_BODY_BYTES)
 
 
 def too_large(request_id: str) -> Response:
@@ -90,7 +87,7 @@ class InvokeEndpoint:
 
     async def relay(self, call: Call, receive: Receive) -> Answer | Response:
         """The container's answer, or what SageMaker answers in its place."""
-        body = await read_limited(call, receive)
+        body = await read_limited(call.headers, receive)
         if body is None:
             return too_large(call.request_id)
         if (refused := await refusal(self.runtime, call)) is not None:
@@ -120,7 +117,7 @@ class InvokeEndpointWithResponseStream:
         await answer(scope, receive, send)
 
     async def relay(self, call: Call, receive: Receive) -> Response:
-        body = await read_limited(call, receive)
+        body = await read_limited(call.headers, receive)
         if body is None:
             return too_large(call.request_id)
         if (refused := await refusal(self.runtime, call)) is not None:

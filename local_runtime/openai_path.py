@@ -19,15 +19,14 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from local_runtime.asgi import read_body, request_headers
+from local_runtime.asgi import request_headers
 from local_runtime.bearer import BearerTokens
 from local_runtime.container import ContainerError, StreamedAnswer
 from local_runtime.errors import CONTAINER_NAME, LOCAL_ACCOUNT, TIMED_OUT
-from local_runtime.runtime import Runtime, container_failed
+from local_runtime.runtime import MAX_BODY_BYTES, Runtime, container_failed, read_limited
 
 log = logging.getLogger("local_runtime")
 CONTAINER_PATH = "/v1/chat/completions"
-MAX_BODY_BYTES = 6 * 1024 * 1024
 # What reaches the container: the body's type and what the client accepts.
 TO_CONTAINER = ("content-type", "accept")
 
@@ -89,7 +88,7 @@ class OpenAIPath:
             route = params.get("route")
             message = f"SageMaker's OpenAI path routes only chat/completions, not {route}."
             return openai_error(404, message, "invalid_request_error", "unknown_route")
-        body = await read_body(receive, MAX_BODY_BYTES)
+        body = await read_limited(headers, receive)
         if body is None:
             return validation(
                 f"Request payload is larger than the {MAX_BODY_BYTES >> 20} MB limit."

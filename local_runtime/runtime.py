@@ -10,18 +10,19 @@ import uuid
 from collections.abc import Mapping
 
 from starlette.responses import Response
-from starlette.types import Scope
+from starlette.types import Receive, Scope
 
-from local_runtime.asgi import request_headers
+from local_runtime.asgi import read_body, request_headers
 from local_runtime.container import ContainerClient, ContainerError
 from local_runtime.errors import CONTAINER_NAME, LOCAL_ACCOUNT, validation_error
 from local_runtime.headers import CUSTOM_ATTRIBUTES_MAX
 from local_runtime.shadow import Shadow
 
 log = logging.getLogger("local_runtime")
-# SageMaker's limits: the time to answer, and the /ping timeout.
+# SageMaker's limits: the time to answer, the /ping timeout, and the request body.
 INVOKE_TIMEOUT_SECONDS = 60.0
 PING_TIMEOUT_SECONDS = 2.0
+MAX_BODY_BYTES = 6 * 1024 * 1024
 
 
 class Runtime:
@@ -101,3 +102,11 @@ def container_failed(error: ContainerError) -> str:
     return (
         f"The connection to container {CONTAINER_NAME} failed ({error}); see the container's log."
     )
+
+
+async def read_limited(headers: Mapping[str, str], receive: Receive) -> bytes | None:
+    """The body, or None once it is over SageMaker's limit (at once when it says so)."""
+    declared = headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        return None
+    return await read_body(receive, MAX_BODY_BYTES)
