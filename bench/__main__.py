@@ -6,7 +6,6 @@ rehearsed by `python -m rehearsals`).
   crossover   no speculation and P-EAGLE at each K side by side at each concurrency: the
               fastest K per load, the batch-size schedule following it, the config to deploy
   overhead    the same load to the engine's Unix socket and through the front, interleaved
-  crosscheck  our output tok/s and TTFT against `vllm bench serve` on the same endpoint
   load        N clients for T seconds; counts completed, refused, errors, lost; /ping latency
               (--body-mb 5: clients post 5 MiB chat payloads; /ping every 20 ms)
   prefix      prefix-aware routing against random over two containers, tenants sharing
@@ -24,10 +23,8 @@ rehearsed by `python -m rehearsals`).
               container: records/s, tok/s against the best real-time level, lost records
   bidi        bidirectional streaming against /invocations: throughput, a second turn's first
               token, cancel to idle, the memory of idle sessions
-  engine      configurations side by side in one process, without the HTTP layer: the
-              engine's own tok/s at N clients, each configuration against the first
 
-run, overhead, crosscheck, load and scrape take --url of a running container, or --start CONFIG
+run, overhead, load and scrape take --url of a running container, or --start CONFIG
 (none, eagle3:K or peagle:K) to start a local one for the duration.
 """
 
@@ -39,9 +36,7 @@ from bench import (
     batch_transform,
     bidi,
     coldstart,
-    crosscheck,
     crossover,
-    engine_side_by_side,
     fault,
     fidelity,
     image,
@@ -56,8 +51,8 @@ from bench import (
 from bench.options import main_of
 
 COMMANDS = (
-    run, sweep, crossover, overhead, crosscheck, load, coldstart, image, fault, variants, fidelity,
-    batch_transform, bidi, engine_side_by_side, scrape, prefix_routing,
+    run, sweep, crossover, overhead, load, coldstart, image, fault, variants, fidelity,
+    batch_transform, bidi, scrape, prefix_routing,
 )  # fmt: skip
 
 

@@ -20,7 +20,6 @@ from bench.stats import summarize
 from bench.targets import Target, make_target
 
 DEFAULT_CONCURRENCY = (1, 4, 8, 32)
-# A chat payload here; token ids for the engine alone (bench/engine_side_by_side.py).
 Prompt = TypeVar("Prompt")
 WARM_UP_CONCURRENCY = 4
 

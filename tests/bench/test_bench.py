@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -24,9 +22,7 @@ from bench.side_by_side import FIGURES, failures, medians
 from bench.stats import digest, summarize
 from bench.sweep import finalists, write_report
 from harness.configurations import DEMO_SCHEDULE
-from harness.paths import QUICK_DEMO_ROOT
 from serving import paths
-from tests.support.containers import build_demo_pair
 from workloads.prompts import load_payloads
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -489,31 +485,3 @@ def test_the_bidi_integrity_check_finds_a_lost_a_reordered_and_a_doubled_frame()
     assert faults([chunk("abc"), done, done], reference)  # doubled ending
     assert faults([chunk("ab"), done, chunk("c")], reference)  # a frame after the end
     assert faults([chunk("abc")], reference)  # no ending
-
-
-@pytest.mark.engine
-def test_engines_side_by_side_answer_alike_and_a_k0_range_drafts_nothing(tmp_path):
-    # The quick pair: trained, so a request alone has drafts accepted. The engines load in a
-    # process of their own, as `python -m bench engine` runs: they set
-    # VLLM_ENABLE_V1_MULTIPROCESSING=0, which this session's containers must not inherit.
-    build_demo_pair(QUICK_DEMO_ROOT, "--quick")  # `make test` has built it: checks its stamp
-    out = tmp_path / "engine"
-    subprocess.run(
-        [sys.executable, "-m", "bench", "engine", "--opt-ml-root", str(QUICK_DEMO_ROOT),
-         "--configs", "none,peagle:3@1-1/0@2-1024", "--concurrency", "1,4",
-         "--num-prompts", "4", "--max-tokens", "16", "--rounds", "2", "--arrive-first", "2",
-         "--out-dir", str(out)],
-        check=True, capture_output=True, timeout=600,
-    )  # fmt: skip
-    levels = json.loads((out / "engine.json").read_text())["levels"]
-    scheduled = "peagle-k3@1-1,k0@2-1024"
-    for level in ("1", "4"):
-        assert levels[level][scheduled]["identical_to_baseline"] == [4, 4]
-        assert len(levels[level][scheduled]["ratio_to_baseline"]) == 2
-    # Alone, a request drafts (K=3) and needs fewer steps than the target alone; four in
-    # flight, two for the first step and then four, run at K=0, one token per request per
-    # step, exactly the target's steps.
-    assert max(levels["1"][scheduled]["steps"]) < min(levels["1"]["none"]["steps"])
-    assert levels["4"][scheduled]["steps"] == levels["4"]["none"]["steps"]
-    table = (out / "engine.md").read_text()
-    assert f"| {scheduled} / none |" in table and "| 4 |" in table
