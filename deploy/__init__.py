@@ -2,7 +2,7 @@
 
 A laptop tool beside the image, never inside it: it imports boto3 and tqdm, never torch or
 vLLM. Data flows one way through the modules: the command line (__main__) -> a validated
-Plan (planning, with inputs, names, s3, sizing, preflight; the types in plan) -> the
+Plan (decide, with inputs, names, s3, sizing, preflight; the types in plan) -> the
 requests it implies (requests) -> a strict check of each against botocore's model (shapes)
 -> printed or sent (calls) -> waited on (waiting). upload, invoke, status and cleanup are
 the other subcommands, one module each.

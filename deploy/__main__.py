@@ -32,9 +32,9 @@ from deploy import (
 )
 from deploy.arguments import parser
 from deploy.clients import Connect, Connection, connect
+from deploy.decide import deploy_plan
 from deploy.errors import EXIT_FAILED, EXIT_USAGE, DeployFailed, UsageError
 from deploy.plan import Plan
-from deploy.planning import deploy_plan
 from deploy.requests import SAGEMAKER
 from deploy.sizing import GB
 from deploy.waiting import Clock

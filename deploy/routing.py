@@ -2,11 +2,11 @@
 SageMaker scrapes from each container: `--routing` and `--metrics-frequency` as
 botocore's `ProductionVariantRoutingConfig` and `MetricsConfig` (botocore 1.44.8).
 
-When each strategy pays (docs/sagemaker.md#routing-and-metrics): least-outstanding (the default) for mixed
-traffic; prefix-aware when many requests share a long prompt prefix (a few tenants' system
-prompts, an agent's tool list), since the instance that served a prefix holds its KV blocks in
-vLLM's prefix cache and skips their prefill; kv-aware for the same traffic when SageMaker
-can see each container's cache; random where requests are alike and short.
+When each strategy pays (docs/sagemaker.md#routing-and-metrics): least-outstanding (the
+default) for mixed traffic; prefix-aware when many requests share a long prompt prefix (a few
+tenants' system prompts, an agent's tool list), since the instance that served a prefix holds
+its KV blocks in vLLM's prefix cache and skips their prefill; kv-aware for the same traffic
+when SageMaker can see each container's cache; random where requests are alike and short.
 
 Prefix-aware and kv-aware routing pay only where the containers keep prefixes cached, so
 they refuse an --env that turns vLLM's prefix caching off.

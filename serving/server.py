@@ -21,9 +21,9 @@ from serving.engine import Engine, engine_environment, private_socket_path
 from serving.engine_args.argv import build_argv
 from serving.engine_client import EngineClient, pool_idle_seconds
 from serving.exchange import Exchanges
+from serving.http_wire import FrontProtocol
 from serving.lifecycle import Lifecycle
 from serving.logs import printable
-from serving.protocol import FrontProtocol
 from serving.relay import Relay
 from serving.restarts import RestartBudget
 from serving.settings import Settings
@@ -31,7 +31,7 @@ from serving.settings import Settings
 log = logging.getLogger("serving.server")
 
 # The uvicorn versions whose internals the front's overrides were read from (handle_exit and
-# _captured_signals here, send_400_response in protocol.py); pyproject.toml pins the same
+# _captured_signals here, send_400_response in http_wire.py); pyproject.toml pins the same
 # range and tests/serving/test_uvicorn_hooks.py checks both against the installed uvicorn.
 TESTED_UVICORN = ("0.54", "0.55")
 

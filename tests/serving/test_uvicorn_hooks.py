@@ -1,13 +1,13 @@
 """The four places the front overrides uvicorn's internals, checked against the installed
 uvicorn, so an upgrade that changes one fails here by name instead of in production.
 
-- serving/protocol.py replaces `send_400_response` on uvicorn's HTTP protocols, which call it
+- serving/http_wire.py replaces `send_400_response` on uvicorn's HTTP protocols, which call it
   for a request their parser rejects (the JSON 400 for malformed HTTP).
 - serving/server.py replaces `Server.handle_exit`, which `capture_signals` installs as the
   SIGTERM/SIGINT handler, and keeps out of `_captured_signals`, which uvicorn re-raises on
   exit (a drained SIGTERM would otherwise end as code 143).
 - serving/server.py passes `sockets=` to `Server.run`, so the front's port is bound first.
-- serving/protocol.py extends `on_response_complete` and reads the cycle's `more_body` to
+- serving/http_wire.py extends `on_response_complete` and reads the cycle's `more_body` to
   close a refused upload's connection once it has lingered LINGER_SECONDS.
 
 pyproject.toml pins uvicorn to the range these were read from; the images take vLLM's own
@@ -26,7 +26,7 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from serving.protocol import FrontProtocol
+from serving.http_wire import FrontProtocol
 from serving.server import TESTED_UVICORN, FrontServer, uvicorn_is_tested
 
 PYPROJECT = Path(__file__).parents[2] / "pyproject.toml"
@@ -63,7 +63,7 @@ def test_signals_reach_handle_exit_and_are_re_raised_from_captured_signals():
 
 
 def test_the_protocols_have_the_response_hook_and_body_flag_the_linger_reads():
-    # serving/protocol.py lingers after a refused upload: it extends on_response_complete
+    # serving/http_wire.py lingers after a refused upload: it extends on_response_complete
     # and reads the cycle's more_body, which stays set while the client is still sending.
     for protocol in (HttpToolsProtocol, H11Protocol):
         assert "def on_response_complete(self)" in inspect.getsource(protocol), protocol

@@ -211,6 +211,26 @@ def speculation_of(
     return k, tuple(tuple(entry) for entry in schedule) if isinstance(schedule, list) else None
 
 
+def sizes_and_directories(args: argparse.Namespace, problems: list[str]) -> None:
+    """The counts, the model's size and the local directories the checks read."""
+    for option, value in (
+        ("--instance-count", args.instance_count),
+        ("--accelerators", args.accelerators),
+        ("--copies", args.copies),
+    ):
+        if value < 1:
+            problems.append(f"{option} {value} is below 1; use 1 or more.")
+    if args.model_gb is not None and not args.model_gb > 0:
+        problems.append(f"--model-gb {args.model_gb} is not above 0; give the size in GB.")
+    if (args.target_dir is None) != (args.head_dir is None):
+        problems.append(
+            "--target-dir and --head-dir go together (the checks compare the head with the "
+            "target); give both, or neither."
+        )
+    inputs.checked_directory("--target-dir", args.target_dir, problems)
+    inputs.checked_directory("--head-dir", args.head_dir, problems)
+
+
 def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connection | None]) -> Plan:
     """The Plan, or UsageError listing every problem with the options (all of them found
     before connecting, so a missing credential does not hide a bad option)."""
@@ -233,22 +253,7 @@ def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connectio
         if args.speculative_config is None
         else f"--speculative-config {args.speculative_config}"
     )
-    for option, value in (
-        ("--instance-count", args.instance_count),
-        ("--accelerators", args.accelerators),
-        ("--copies", args.copies),
-    ):
-        if value < 1:
-            problems.append(f"{option} {value} is below 1; use 1 or more.")
-    if args.model_gb is not None and not args.model_gb > 0:
-        problems.append(f"--model-gb {args.model_gb} is not above 0; give the size in GB.")
-    if (args.target_dir is None) != (args.head_dir is None):
-        problems.append(
-            "--target-dir and --head-dir go together (the checks compare the head with the "
-            "target); give both, or neither."
-        )
-    inputs.checked_directory("--target-dir", args.target_dir, problems)
-    inputs.checked_directory("--head-dir", args.head_dir, problems)
+    sizes_and_directories(args, problems)
     asynchronous = asynchronous_of(args, problems)
     scaling = autoscaling_of(args, problems)
     guard = guard_of(args, problems)
