@@ -1,7 +1,7 @@
 """Containers measured side by side: all up together, the same requests sent to each in
 turn, round after round, so a noisy machine weighs on all alike, and each figure taken as the
 median over the rounds (the loop is `bench.compare`'s). `compare` measures its variants this
-way; the sweep, its finalists; crossover, each K.
+way; the sweep, its configurations; crossover, each K.
 """
 
 from __future__ import annotations

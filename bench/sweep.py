@@ -1,10 +1,10 @@
-"""The configuration sweep: a local container per speculation setting, restarted each time,
-the concurrency sweep against it, and the brief's comparison table at the end."""
+"""The configuration sweep: a local container per speculation setting, all up together and
+measured side by side in interleaved rounds (bench/compare.py's loop), each configuration's
+median round in the tables, and the brief's comparison of each method's best K at the end."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -22,9 +22,8 @@ from bench.options import (
     sampled_payloads,
     settings_of,
 )
-from bench.run import DEFAULT_CONCURRENCY, run_sweep
+from bench.run import DEFAULT_CONCURRENCY
 from bench.side_by_side import failures_note, measure_side_by_side, medians
-from bench.targets import UrlTarget
 from harness.configurations import Configuration, parse_configuration
 from harness.paths import EAGLE3_CHANNEL
 from serving import paths
@@ -37,14 +36,13 @@ POSITIONS_NOTE = (
     " real token.\n\n"
 )
 
-# Interleaved rounds of the finalists; 0 leaves that stage out.
 DEFAULT_ROUNDS = 3
 SIDE_BY_SIDE_NOTE = (
     "Each method's best K over all levels (its tok/s as a share of the method's best at each"
-    " level, summed), all up together and measured in interleaved rounds: median tok/s, and"
-    " P-EAGLE's ratios with their range over the rounds. Quote these ratios: the tables below"
-    " measure one configuration after another, so the machine's drift between them lands in"
-    " their ratios.\n\n"
+    " level, summed): median tok/s over the interleaved rounds, and P-EAGLE's ratios with"
+    " their range over the rounds. Every configuration was up together and got the same"
+    " requests in turn, so the machine's drift weighs on all alike; the tables below show"
+    " each configuration's median round.\n\n"
 )
 
 AGREEMENT_NOTE = (
@@ -72,40 +70,6 @@ def default_configurations(
         + [Configuration("eagle3", k, eagle3_drafter or drafter) for k in ks]
         + [Configuration("peagle", k, drafter) for k in ks]
     )
-
-
-def measure(
-    configuration: Configuration,
-    payloads: Sequence[dict[str, Any]],
-    levels: Sequence[int],
-    opt_ml_root: Path,
-    out_dir: Path,
-    port: int | None,
-    enforce_eager: bool,
-) -> tuple[list[dict[str, Any]], float]:
-    """Start, wait for /ping 200, run the concurrency sweep, stop; the levels and start-up time."""
-    container = LocalContainer(
-        configuration,
-        opt_ml_root=opt_ml_root,
-        log_path=out_dir / "logs" / f"{configuration.name}.log",
-        enforce_eager=enforce_eager,
-    )
-    if port:
-        container.port = port
-    with container.start():
-        print(f"[{configuration.name}] starting on {container.url} ...", flush=True)
-        ready_after = container.wait_ready()
-        print(f"[{configuration.name}] ready after {ready_after:.0f} s", flush=True)
-
-        async def sweep() -> list[dict[str, Any]]:
-            target = UrlTarget(container.url, max_connections=max(levels) + 8)
-            try:
-                return await run_sweep(target, payloads, levels, label=f"{configuration.name} ")
-            finally:
-                await target.aclose()
-
-        levels_measured = asyncio.run(sweep())
-    return levels_measured, ready_after
 
 
 def finalists(
@@ -146,29 +110,11 @@ def share_of_best(levels: Sequence[dict[str, Any]], tops: Mapping[int, float]) -
     )
 
 
-def run_finalists(
-    chosen: Mapping[str, str],
-    configurations: Sequence[Configuration],
-    payloads: Sequence[dict[str, Any]],
-    levels: Sequence[int],
-    rounds: int,
-    opt_ml_root: Path,
-    out_dir: Path,
-    enforce_eager: bool,
-) -> dict[str, dict[int, list[dict[str, Any]]]]:
-    """The finalists up together, measured in interleaved rounds; keyed by method."""
-    by_name = {configuration.name: configuration for configuration in configurations}
-    containers = {
-        method: LocalContainer(
-            by_name[name],
-            opt_ml_root=opt_ml_root,
-            log_path=out_dir / "logs" / f"finalist-{name}.log",
-            enforce_eager=enforce_eager,
-        )
-        for method, name in chosen.items()
-    }
-    print(f"\n## Side by side: {', '.join(chosen.values())}, {rounds} rounds\n", flush=True)
-    return measure_side_by_side(containers, payloads, levels, rounds)
+def median_round(rounds: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The round whose output tok/s is the median (the lower one of an even count): its
+    figures, acceptance and answers stay one round's own."""
+    ordered = sorted(rounds, key=lambda level: level["output_tokens_per_s"] or 0.0)
+    return ordered[(len(ordered) - 1) // 2]
 
 
 def run_configurations(
@@ -178,39 +124,46 @@ def run_configurations(
     opt_ml_root: Path,
     out_dir: Path,
     settings: dict[str, Any],
-    port: int | None = None,
     enforce_eager: bool = True,
     rounds: int = DEFAULT_ROUNDS,
 ) -> str:
-    """Every configuration in turn, then each method's finalist side by side; writes
-    sweep.json, sweep.md, sweep.png and sweep-positions.png; returns the markdown report."""
-    runs: dict[str, list[dict[str, Any]]] = {}
-    described = {configuration.name: configuration.describe() for configuration in configurations}
-    document: dict[str, Any] = {"settings": settings, "configurations": described, "runs": runs}
+    """Every configuration up together, measured side by side; writes sweep.json, sweep.md,
+    sweep.png and sweep-positions.png; returns the markdown report."""
     started = time.monotonic()
-    for configuration in configurations:
-        levels_measured, ready_after = measure(
-            configuration, payloads, levels, opt_ml_root, out_dir, port, enforce_eager
+    containers = {
+        configuration.name: LocalContainer(
+            configuration,
+            opt_ml_root=opt_ml_root,
+            log_path=out_dir / "logs" / f"{configuration.name}.log",
+            enforce_eager=enforce_eager,
         )
-        runs[configuration.name] = levels_measured
-        described[configuration.name]["ready_after_s"] = ready_after
-        print(f"\n## {configuration.name}\n\n{report.levels_table(levels_measured)}\n", flush=True)
-        # Written after each configuration, so a long sweep that fails keeps what it measured.
-        report.write_json(out_dir / "sweep.json", document)
+        for configuration in configurations
+    }
+    measured = measure_side_by_side(containers, payloads, levels, rounds)
+    described = {configuration.name: configuration.describe() for configuration in configurations}
+    runs = {
+        name: [median_round(by_level[level]) for level in levels]
+        for name, by_level in measured.items()
+    }
     chosen = finalists(runs, described)
-    if rounds and len(chosen) > 1:
-        measured = run_finalists(
-            chosen, configurations, payloads, levels, rounds, opt_ml_root, out_dir, enforce_eager
-        )
-        document["side_by_side"] = {
-            "rounds": rounds,
-            "finalists": chosen,
-            "medians": medians(measured),
-            "runs": measured,
-        }
-        report.write_json(out_dir / "sweep.json", document)
+    side_by_side = {
+        "rounds": rounds,
+        "finalists": chosen,
+        "medians": medians({method: measured[name] for method, name in chosen.items()}),
+        "runs": {method: measured[name] for method, name in chosen.items()},
+    }
+    document = {
+        "settings": settings,
+        "configurations": described,
+        "rounds": measured,
+        "runs": runs,
+        "side_by_side": side_by_side,
+    }
+    report.write_json(out_dir / "sweep.json", document)
     minutes = (time.monotonic() - started) / 60
-    return write_report(out_dir, runs, described, minutes, document.get("side_by_side"))
+    return write_report(
+        out_dir, runs, described, minutes, side_by_side if len(chosen) > 1 else None
+    )
 
 
 def write_report(
@@ -220,8 +173,8 @@ def write_report(
     minutes: float,
     side_by_side: Mapping[str, Any] | None = None,
 ) -> str:
-    """sweep.md, sweep.png and sweep-positions.png from the measured runs (and the finalists'
-    interleaved rounds, when there are any); returns the markdown report."""
+    """sweep.md, sweep.png and sweep-positions.png from each configuration's median round and
+    the finalists' rounds (when there are two methods or more); returns the markdown report."""
     text = ""
     if side_by_side:
         text += (
@@ -234,9 +187,10 @@ def write_report(
             + "\n\n"
         )
     text += (
-        "## Output tokens/s: best of each method, one configuration after another\n\n"
+        "## Output tokens/s: best of each method, its median round\n\n"
         + report.comparison_table(runs, described)
-        + "\n\n## Every configuration: output tokens/s (mean acceptance length)\n\n"
+        + "\n\n## Every configuration, its median round: output tokens/s (mean acceptance"
+        " length)\n\n"
         + report.configurations_table(runs)
         + "\n\n## Acceptance per draft position\n\n"
         + POSITIONS_NOTE
@@ -271,12 +225,7 @@ def add_parser(commands: Any) -> None:
         "--k", type=int_list, default=list(DEFAULT_K), help="draft lengths, default 3,5,7"
     )
     parser.add_argument("--configs", help="instead of the default set: e.g. none,eagle3:3,peagle:7")
-    add_rounds(
-        parser,
-        DEFAULT_ROUNDS,
-        "interleaved rounds of each method's best K, all up together, after the sweep; 0 leaves"
-        " them out",
-    )
+    add_rounds(parser, DEFAULT_ROUNDS, "interleaved rounds, every configuration up together")
     parser.add_argument(
         "--concurrency",
         type=int_list,
@@ -312,9 +261,8 @@ def command(args: argparse.Namespace) -> int:
         args.opt_ml_root.absolute(),
         args.out_dir,
         settings_of(args),
-        port=args.port,
         enforce_eager=args.enforce_eager,
-        rounds=args.rounds,
+        rounds=max(args.rounds, 1),
     )
     print(text)
     print(f"wrote {args.out_dir}/sweep.json, sweep.md, sweep.png and sweep-positions.png")

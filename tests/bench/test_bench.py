@@ -22,7 +22,9 @@ from bench.side_by_side import FIGURES, failures, medians
 from bench.stats import digest, summarize
 from bench.sweep import finalists, write_report
 from harness.configurations import DEMO_SCHEDULE
+from harness.paths import QUICK_DEMO_ROOT
 from serving import paths
+from tests.support.containers import build_demo_pair
 from workloads.prompts import load_payloads
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -485,3 +487,25 @@ def test_the_bidi_integrity_check_finds_a_lost_a_reordered_and_a_doubled_frame()
     assert faults([chunk("abc"), done, done], reference)  # doubled ending
     assert faults([chunk("ab"), done, chunk("c")], reference)  # a frame after the end
     assert faults([chunk("abc")], reference)  # no ending
+
+
+@pytest.mark.engine
+def test_the_sweep_measures_every_configuration_side_by_side(tmp_path):
+    """`bench sweep` at a tiny size on the quick pair: both configurations up together,
+    each level measured in every round, and the greedy answers identical across them."""
+    build_demo_pair(QUICK_DEMO_ROOT, "--quick")  # `make test` has built it: checks its stamp
+    code = main([
+        "sweep", "--opt-ml-root", str(QUICK_DEMO_ROOT), "--configs", "none,peagle:3",
+        "--num-prompts", "2", "--max-tokens", "16", "--concurrency", "1,2", "--rounds", "2",
+        "--out-dir", str(tmp_path),
+    ])  # fmt: skip
+    assert code == 0
+    document = json.loads((tmp_path / "sweep.json").read_text())
+    assert set(document["rounds"]) == {"none", "peagle-k3"}
+    for by_level in document["rounds"].values():
+        assert all(len(by_level[level]) == 2 for level in ("1", "2"))
+    assert document["side_by_side"]["finalists"] == {"peagle": "peagle-k3", "none": "none"}
+    drafted = document["runs"]["peagle-k3"][0]["acceptance_length"]
+    assert drafted is not None and drafted > 1.0
+    report = (tmp_path / "sweep.md").read_text()
+    assert "| all levels | 4 | 2 of 2 | - | - |" in report
