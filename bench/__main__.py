@@ -1,5 +1,5 @@
-"""`python -m bench COMMAND`: measure the serving container (the head's lifecycle is
-rehearsed by `python -m rehearsals`).
+"""`python -m bench COMMAND`: measure the serving container (the head's retraining and
+rollout are rehearsed by `python -m rehearsals`).
 
   run         concurrency sweep against a URL or a SageMaker endpoint
   sweep       no speculation / EAGLE-3 K=3,5,7 / P-EAGLE K=3,5,7 on local containers
@@ -12,9 +12,8 @@ rehearsed by `python -m rehearsals`).
               long system prompts: prefix-cache hit rate and TTFT side by side
   scrape      the same load with /metrics scraped every second and without, ABBA: scrape
               latency, and the throughput side by side
-  coldstart   time to the first /ping 200, front and bare vLLM side by side
-  image       the built image against the host process: start-up, docker stop, engine kill
-  fault       engine stalled and killed, host and image: time to /ping 503 and back to 200
+  lifecycle   cold start (front and bare vLLM side by side), the engine stalled and killed
+              (time to /ping 503 and back to 200), docker stop: host process and image
   compare     containers of variants side by side, each a configuration, settings added to it
               (peagle:3+SERVING_CAPTURE_DIR=/tmp/c), or both: the cost of a setting
   fidelity    constrained tool calls and JSON against the target's free answers, with no
@@ -35,11 +34,9 @@ import sys
 from bench import (
     batch_transform,
     bidi,
-    coldstart,
     crossover,
-    fault,
     fidelity,
-    image,
+    lifecycle,
     load,
     overhead,
     prefix_routing,
@@ -51,7 +48,7 @@ from bench import (
 from bench.options import main_of
 
 COMMANDS = (
-    run, sweep, crossover, overhead, load, coldstart, image, fault, variants, fidelity,
+    run, sweep, crossover, overhead, load, lifecycle, variants, fidelity,
     batch_transform, bidi, scrape, prefix_routing,
 )  # fmt: skip
 

@@ -509,3 +509,19 @@ def test_the_sweep_measures_every_configuration_side_by_side(tmp_path):
     assert drafted is not None and drafted > 1.0
     report = (tmp_path / "sweep.md").read_text()
     assert "| all levels | 4 | 2 of 2 | - | - |" in report
+
+
+@pytest.mark.engine
+def test_the_lifecycle_times_a_start_a_stall_and_a_kill_against_bare_vllm(tmp_path):
+    """`bench lifecycle --host-only` on the quick pair: the front and bare vLLM both start,
+    and the stalled and the killed engine are each noticed (/ping 503) and back (200)."""
+    build_demo_pair(QUICK_DEMO_ROOT, "--quick")  # `make test` has built it: checks its stamp
+    code = main([
+        "lifecycle", "--host-only", "--opt-ml-root", str(QUICK_DEMO_ROOT), "--config",
+        "peagle:3", "--stall-seconds", "3", "--out-dir", str(tmp_path),
+    ])  # fmt: skip
+    assert code == 0
+    host = json.loads((tmp_path / "lifecycle.json").read_text())["host"]
+    assert host["cold_start_s"] > 0 and host["bare_vllm_cold_start_s"] > 0
+    assert 0 < host["stall_to_ping_503_s"] < host["stall_to_ping_200_s"]
+    assert 0 < host["kill_to_ping_503_s"] < host["kill_to_ping_200_s"]

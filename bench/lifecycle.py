@@ -1,0 +1,225 @@
+"""A container's life, host process and image: its cold start, the engine stalled and killed,
+and `docker stop`.
+
+For each backend: start the container (on the host, bare vLLM beside it with the very argv
+the front would run, on a TCP port, both at the engine's niceness, so the two share the
+machine's noise) and time the first /ping 200; send a long request, stop the engine's
+engine-core and worker processes once it runs, and time /ping 503 (the stall noticed) and 200
+(restarted); kill the engine and time /ping 503 and 200 again; for the image, time `docker
+stop` to the container's exit. Recovery is a restart in place, so it is compared with that
+backend's cold start: the goal is within 1.2x. The image runs after the host, alone: docker
+puts a container in a cgroup of its own, where the scheduler would split the CPU by group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench import report
+from bench.configuration import LocalContainer
+from bench.options import add_local_command, configuration_of
+from harness.container import Container, free_port
+from harness.docker import DockerContainer
+from image_build.build import CPU_IMAGE
+from serving.engine_args.argv import build_argv
+from serving.settings import load_settings
+
+LONG = {
+    "messages": [{"role": "user", "content": "def fibonacci(n):"}],
+    "max_tokens": 1900,
+    "temperature": 0,
+    "ignore_eos": True,
+}
+TIMEOUT_SECONDS = 900.0
+COLUMNS = {
+    "cold_start_s": "cold start s",
+    "bare_vllm_cold_start_s": "bare vLLM cold start s",
+    "stall_to_ping_503_s": "stall -> /ping 503 s",
+    "stall_to_ping_200_s": "stall -> /ping 200 s",
+    "kill_to_ping_503_s": "kill -> /ping 503 s",
+    "kill_to_ping_200_s": "kill -> /ping 200 s",
+    "stall_recovery_over_cold_start": "stall recovery / cold start",
+    "kill_recovery_over_cold_start": "kill recovery / cold start",
+    "docker_stop_to_exit_s": "docker stop -> exit s",
+    "docker_stop_exit_code": "exit code",
+}
+
+
+def until_ping(url: str, status: int, since: float) -> float:
+    """Seconds from `since` until URL/ping answers `status` (SageMaker's 2 s timeout)."""
+    while True:
+        try:
+            if httpx.get(f"{url}/ping", timeout=2.0).status_code == status:
+                return time.monotonic() - since
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() - since > TIMEOUT_SECONDS:
+            raise TimeoutError(f"{url}/ping never answered {status}")
+        time.sleep(0.1)
+
+
+def running(container: Container) -> None:
+    """Until the engine runs a request (its own gauge, read through the front)."""
+    began = time.monotonic()
+    while time.monotonic() - began < TIMEOUT_SECONDS:
+        text = httpx.get(f"{container.url}/metrics", timeout=30).text
+        for line in text.splitlines():
+            if line.startswith("vllm:num_requests_running{") and float(line.split()[-1]) >= 1:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"{container.name}: the request never ran")
+
+
+@contextlib.contextmanager
+def bare_vllm(container: LocalContainer, log_path: Path) -> Iterator[str]:
+    """Bare vLLM as a user would run it, with the container's argv on a TCP port instead of
+    the front's private socket; its URL."""
+    port = free_port()
+    argv = build_argv(load_settings(container.environment()), Path("unused.sock"))
+    at = argv.index("--uds")
+    argv[at : at + 2] = ["--host", "127.0.0.1", "--port", str(port)]
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as log:
+        bare = subprocess.Popen(
+            argv, env=container.environment(), stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            bare.terminate()
+            try:
+                bare.wait(30)
+            except subprocess.TimeoutExpired:
+                bare.kill()
+
+
+def faults(container: Container) -> dict[str, float]:
+    """The stall and the kill, each timed to /ping 503 and back to 200."""
+    request = threading.Thread(
+        target=lambda: httpx.post(f"{container.url}/invocations", json=LONG, timeout=600),
+        daemon=True,
+    )
+    request.start()
+    running(container)
+    container.kill_engine(signal.SIGSTOP, workers=True)
+    stopped = time.monotonic()
+    stall_to_503 = until_ping(container.url, 503, stopped)
+    stall_to_200 = until_ping(container.url, 200, stopped)
+    request.join(60)
+    container.kill_engine(signal.SIGKILL)
+    killed = time.monotonic()
+    return {
+        "stall_to_ping_503_s": stall_to_503,
+        "stall_to_ping_200_s": stall_to_200,
+        "stall_recovery_s": stall_to_200 - stall_to_503,
+        "kill_to_ping_503_s": until_ping(container.url, 503, killed),
+        "kill_to_ping_200_s": until_ping(container.url, 200, killed),
+    }
+
+
+def host_life(container: LocalContainer, log_dir: Path) -> dict[str, float]:
+    with bare_vllm(container, log_dir / "lifecycle-bare.log") as bare_url, container.start():
+        began = time.monotonic()
+        # The front's pings and the bare engine's at once: each timed when it answers.
+        front: dict[str, float] = {}
+        waiting = threading.Thread(target=lambda: front.update(ready=container.wait_ready()))
+        waiting.start()
+        bare = until_ping(bare_url, 200, began)
+        waiting.join()
+        if "ready" not in front:
+            raise RuntimeError(f"the front never answered /ping 200; its log: {container.log_path}")
+        figures = {"cold_start_s": front["ready"], "bare_vllm_cold_start_s": bare}
+        figures |= faults(container)
+    return figures
+
+
+def image_life(container: DockerContainer) -> dict[str, float]:
+    try:
+        container.start()
+        figures = {"cold_start_s": container.wait_ready()} | faults(container)
+        began = time.monotonic()
+        code = container.stop()
+        return figures | {
+            "docker_stop_to_exit_s": time.monotonic() - began,
+            "docker_stop_exit_code": code,
+        }
+    finally:
+        container.stop()
+
+
+def measure(args: argparse.Namespace, docker: str | None) -> dict[str, Any]:
+    configuration = configuration_of(args)
+    settings = {
+        "SERVING_ENGINE_STALL_SECONDS": str(args.stall_seconds),
+        "SERVING_ENGINE_RESTARTS": "3",
+        "SERVING_ENGINE_NICE": "0",
+    }
+    opt_ml_root, log_dir = args.opt_ml_root.absolute(), args.out_dir / "logs"
+    host = LocalContainer(
+        configuration, opt_ml_root, log_path=log_dir / "lifecycle-host.log", extra_env=settings
+    )
+    results: dict[str, Any] = {
+        "configuration": configuration.name,
+        "host": host_life(host, log_dir),
+    }
+    if docker is not None:
+        image = DockerContainer(
+            "lifecycle", host.env, args.image, docker, opt_ml_root, log_dir / "lifecycle-image.log"
+        )
+        results["image"] = image_life(image)
+    for figures in (results.get("host"), results.get("image")):
+        if figures:
+            figures["stall_recovery_over_cold_start"] = (
+                figures.pop("stall_recovery_s") / figures["cold_start_s"]
+            )
+            figures["kill_recovery_over_cold_start"] = (
+                figures["kill_to_ping_200_s"] / figures["cold_start_s"]
+            )
+    return results
+
+
+def table(results: dict[str, Any]) -> str:
+    rows = [
+        [backend]
+        + [
+            "-" if (value := figures.get(key)) is None else f"{value:.2f}".rstrip("0").rstrip(".")
+            for key in COLUMNS
+        ]
+        for backend in ("host", "image")
+        if (figures := results.get(backend))
+    ]
+    return report.markdown(["backend", *COLUMNS.values()], rows)
+
+
+HELP = "cold start, engine stall and kill, docker stop: host process and image"
+
+
+def add_parser(commands: Any) -> None:
+    parser = add_local_command(commands, "lifecycle", command, HELP)
+    parser.add_argument("--image", default=CPU_IMAGE, help="the built image (%(default)s)")
+    parser.add_argument("--host-only", action="store_true", help="leave the image out")
+    parser.add_argument(
+        "--stall-seconds", type=float, default=10, help="SERVING_ENGINE_STALL_SECONDS (%(default)s)"
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    docker = None
+    if not args.host_only:
+        from image_build.engine import ensure_engine
+
+        docker = ensure_engine()
+    results = measure(args, docker)
+    report.write_json(args.out_dir / "lifecycle.json", results)
+    print(f"{results['configuration']}, stall window {args.stall_seconds:g} s\n\n{table(results)}")
+    return 0
