@@ -20,8 +20,6 @@ rollout are rehearsed by `python -m rehearsals`).
               whitespace allowed (vLLM's disable_any_whitespace) and with the container's bound
   transform   a Batch Transform job of 1,000 records beside real-time calls to the same
               container: records/s, tok/s against the best real-time level, lost records
-  bidi        bidirectional streaming against /invocations: throughput, a second turn's first
-              token, cancel to idle, the memory of idle sessions
 
 run, overhead, load and scrape take --url of a running container, or --start CONFIG
 (none, eagle3:K or peagle:K) to start a local one for the duration.
@@ -33,7 +31,6 @@ import sys
 
 from bench import (
     batch_transform,
-    bidi,
     crossover,
     fidelity,
     lifecycle,
@@ -49,7 +46,7 @@ from bench.options import main_of
 
 COMMANDS = (
     run, sweep, crossover, overhead, load, lifecycle, variants, fidelity,
-    batch_transform, bidi, scrape, prefix_routing,
+    batch_transform, scrape, prefix_routing,
 )  # fmt: skip
 
 

@@ -1,10 +1,10 @@
 """The one comparison loop: variants measured side by side, level by level, round after round.
 
 A variant is whatever a study puts beside another: a container of a configuration, the same
-configuration with an environment override, the engine's socket against the front, an engine
-in this process, the bidirectional stream against /invocations. Every round visits every
-level and, at each level, every variant in turn, so drift in a noisy machine's load weighs on
-all of them alike; a study takes each figure over the rounds (a median, a ratio per round).
+configuration with an environment override, the engine's socket against the front, a route
+against another. Every round visits every level and, at each level, every variant in turn, so
+drift in a noisy machine's load weighs on all of them alike; a study takes each figure over the
+rounds (a median, a ratio per round).
 
 The order turns so that no variant always goes first:
 - `rotate`: at round r and the i-th level the variants start at the (r + i)-th (any number);

@@ -439,56 +439,6 @@ def test_the_default_configuration_drafts_no_deeper_than_the_head_was_trained(
     assert default_configuration(tmp_path) == expected
 
 
-def test_the_bidi_table_puts_the_socket_beside_invocations_and_speculation_beside_none():
-    from bench.bidi import table
-
-    def result(socket: float, http: float) -> dict:
-        return {
-            "throughput": {
-                "socket_tokens_per_s": socket, "http_tokens_per_s": http,
-                "socket_over_http": socket / http,
-            },
-            "second_turn": {"session_ttft_ms": 40.0, "new_call_ttft_ms": 55.0},
-            "cancel": {
-                "cancel_to_last_token_ms": 12.0, "cancel_to_last_token_max_ms": 20.0,
-                "cancel_to_running_gauge_0_ms": 90.0, "dropped_stream_to_last_token_ms": 15.0,
-            },
-            "memory": {
-                "sessions": 256, "front_rss_mb": 100.0, "front_rss_with_sessions_mb": 110.0,
-                "kb_per_session": 40.0,
-            },
-            "integrity": {
-                "sessions": 16, "requests": 48, "done": 32, "cancelled": 16, "frames": 600,
-                "faulty_ids": 0, "faults": [],
-            },
-        }  # fmt: skip
-
-    text = table({"none": result(50, 50), "peagle-k7": result(99, 100)})
-    assert "| peagle-k7 | 99 | 100 | 0.99x | 40.0 / 55.0 | 12.0 / 20.0 | 90.0 | 15.0 |" in text
-    assert "16 sessions at once with 48 requests" in text and "doubled: 0" in text
-    assert "peagle-k7 / no speculation: over the socket 1.98x, through /invocations 2.00x" in text
-
-
-def test_the_bidi_integrity_check_finds_a_lost_a_reordered_and_a_doubled_frame():
-    from bench.websocket_client import faults
-
-    def chunk(text: str) -> dict:
-        return {"type": "chunk", "data": {"choices": [{"delta": {"content": text}}]}}
-
-    done, cancelled = {"type": "done"}, {"type": "cancelled"}
-    late_404 = {"type": "error", "error": {"code": 404}}
-    reference = "abc"
-    assert faults([chunk("a"), chunk("b"), chunk("c"), done], reference) == []
-    assert faults([chunk("a"), cancelled], reference) == []
-    assert faults([chunk("a"), chunk("b"), chunk("c"), done, late_404], reference) == []
-    assert faults([chunk("a"), chunk("c"), done], reference)  # lost
-    assert faults([chunk("b"), chunk("a"), chunk("c"), done], reference)  # reordered
-    assert faults([chunk("b"), cancelled], reference)  # a cancelled text must begin it
-    assert faults([chunk("abc"), done, done], reference)  # doubled ending
-    assert faults([chunk("ab"), done, chunk("c")], reference)  # a frame after the end
-    assert faults([chunk("abc")], reference)  # no ending
-
-
 @pytest.mark.engine
 def test_the_sweep_measures_every_configuration_side_by_side(tmp_path):
     """`bench sweep` at a tiny size on the quick pair: both configurations up together,

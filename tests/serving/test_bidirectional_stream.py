@@ -6,6 +6,7 @@ error frame and the session goes on (the protocol: serving/bidi_frames.py)."""
 from __future__ import annotations
 
 import json
+import threading
 
 import httpx
 import pytest
@@ -17,6 +18,7 @@ from tests.support.bidi import (
     ENDINGS,
     chat_text,
     completion_text,
+    faults,
     open_session,
     receive,
     send,
@@ -119,6 +121,84 @@ def test_a_cancel_frame_stops_the_generation_and_the_session_goes_on(peagle):
         assert until_ended(session, {"after"})["after"][-1]["type"] == "done"
     wait_idle(peagle)
     assert peagle.metric("serving_bidi_cancels_total") >= 3
+
+
+def session_with_a_cancel(url: str, payloads: list[dict]) -> dict:
+    """All of `payloads` sent at once on one session, the second cancelled after its first
+    frame; every frame by id until each has ended and the cancel has been answered."""
+    with open_session(url) as session:
+        for number, payload in enumerate(payloads):
+            send(session, {"id": number, **payload, "stream": True})
+        frames: dict = {number: [] for number in range(len(payloads))}
+        open_ids, cancelled = set(frames), False
+        while open_ids or not any(
+            frame["type"] == "cancelled" or frame.get("error", {}).get("code") == 404
+            for frame in frames[1]
+        ):
+            frame = receive(session)
+            frames[frame["id"]].append(frame)
+            if frame["type"] in ENDINGS:
+                open_ids.discard(frame["id"])
+            if not cancelled and frame["id"] == 1:
+                send(session, {"type": "cancel", "id": 1})
+                cancelled = True
+    return frames
+
+
+def test_sessions_at_once_with_a_cancel_each_lose_reorder_and_double_no_frame(peagle):
+    """Two sessions at once, three streamed requests in flight on each (six: within the
+    container's MAX_CONCURRENT_REQUESTS) and the second of them cancelled: every id's frames
+    are chunks and then one ending; a done one's text is the greedy answer /invocations gives,
+    a cancelled one's a beginning of it."""
+    payloads = [
+        {**CHAT, "max_tokens": 48},
+        {**CHAT, "messages": [{"role": "user", "content": "def fibonacci(n):"}]},
+        {**CHAT, "messages": [{"role": "user", "content": "class Stack:"}], "max_tokens": 24},
+    ]
+    references = [
+        httpx.post(f"{peagle.url}/invocations", json=payload, timeout=120).json()["choices"][0][
+            "message"
+        ]["content"]
+        for payload in payloads
+    ]
+    outcomes: list[dict] = []
+    sessions = [
+        threading.Thread(
+            target=lambda: outcomes.append(session_with_a_cancel(peagle.url, payloads))
+        )
+        for _ in range(2)
+    ]
+    for session in sessions:
+        session.start()
+    for session in sessions:
+        session.join(300)
+    assert len(outcomes) == 2
+    found = [
+        fault
+        for frames in outcomes
+        for number, reference in enumerate(references)
+        for fault in faults(frames[number], reference)
+    ]
+    assert found == []
+    assert all(frames[0][-1]["type"] == frames[2][-1]["type"] == "done" for frames in outcomes)
+
+
+def test_the_frame_check_finds_a_lost_a_reordered_and_a_doubled_frame():
+    def chunk(text: str) -> dict:
+        return {"type": "chunk", "data": {"choices": [{"delta": {"content": text}}]}}
+
+    done, cancelled = {"type": "done"}, {"type": "cancelled"}
+    late_404 = {"type": "error", "error": {"code": 404}}
+    reference = "abc"
+    assert faults([chunk("a"), chunk("b"), chunk("c"), done], reference) == []
+    assert faults([chunk("a"), cancelled], reference) == []
+    assert faults([chunk("a"), chunk("b"), chunk("c"), done, late_404], reference) == []
+    assert faults([chunk("a"), chunk("c"), done], reference)  # lost
+    assert faults([chunk("b"), chunk("a"), chunk("c"), done], reference)  # reordered
+    assert faults([chunk("b"), cancelled], reference)  # a cancelled text must begin it
+    assert faults([chunk("abc"), done, done], reference)  # doubled ending
+    assert faults([chunk("ab"), done, chunk("c")], reference)  # a frame after the end
+    assert faults([chunk("abc")], reference)  # no ending
 
 
 def test_closing_the_socket_stops_its_requests(peagle):

@@ -91,3 +91,24 @@ def chunk_choices(frames: list[dict]) -> list[dict]:
         if frame["type"] == "chunk"
         for choice in frame["data"].get("choices", [])
     ]
+
+
+def faults(frames: list[dict], reference: str) -> list[str]:
+    """What is wrong with one id's frames: anything but chunks before exactly one ending
+    (after it, only the 404 of a cancel that came too late); a done whose text is not the
+    reference, a cancelled one whose text is not a beginning of it; an error."""
+    types = [frame["type"] for frame in frames]
+    first = next((i for i, kind in enumerate(types) if kind in ENDINGS), None)
+    if first is None or set(types[:first]) - {"chunk"}:
+        return [f"frames {types}"]
+    late = frames[first + 1 :]
+    if any(frame["type"] != "error" or frame["error"]["code"] != 404 for frame in late):
+        return [f"frames after the end: {types}"]
+    end, text = frames[first], chat_text(frames)
+    if end["type"] == "done" and text != reference:
+        return [f"done with {text!r}, not {reference!r}"]
+    if end["type"] == "cancelled" and not reference.startswith(text):
+        return [f"cancelled with {text!r}, not a beginning of {reference!r}"]
+    if end["type"] == "error":
+        return [f"error {end['error']}"]
+    return []
