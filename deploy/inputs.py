@@ -4,6 +4,7 @@ so a new instance type works as soon as boto3 knows it."""
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import functools
 import re
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import botocore.session
 
+from deploy import names
 from deploy.plan import Autoscaling
 from deploy.s3 import S3Prefix, parse_prefix
 from serving.engine_args.environment import vllm_flags_from_env
@@ -47,6 +49,16 @@ def enum_problem(option: str, value: str, shape_name: str, what: str) -> str | N
         f"{option} {value!r} is not {what} SageMaker lists (boto3's model knows "
         f"{len(allowed)}); {hint}"
     )
+
+
+def job_problems(args: argparse.Namespace, instance_shape: str, what: str) -> list[str]:
+    """A job's --name, --role and --instance-type (one of botocore's `instance_shape`)."""
+    found = (
+        names.name_problem("--name", args.name),
+        role_problem(args.role),
+        enum_problem("--instance-type", args.instance_type, instance_shape, what),
+    )
+    return [problem for problem in found if problem]
 
 
 def instance_type_problem(instance_type: str) -> str | None:

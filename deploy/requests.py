@@ -69,25 +69,25 @@ def s3_data_source(prefix: S3Prefix) -> dict[str, Any]:
     return {"S3Uri": prefix.uri, "S3DataType": "S3Prefix", "CompressionType": "None"}
 
 
-def create_model(plan: Plan) -> Call:
+def model_call(model_name: str, role_arn: str, **container: Any) -> Call:
+    """CreateModel of one container (its PrimaryContainer's fields)."""
     return Call(
         SAGEMAKER,
         "CreateModel",
-        {
-            "ModelName": plan.model_name,
-            "PrimaryContainer": {
-                "Image": plan.image_uri,
-                "ModelDataSource": {"S3DataSource": s3_data_source(plan.target)},
-                "AdditionalModelDataSources": [
-                    {
-                        "ChannelName": paths.DRAFTER_CHANNEL,
-                        "S3DataSource": s3_data_source(plan.head),
-                    }
-                ],
-                "Environment": environment(plan),
-            },
-            "ExecutionRoleArn": plan.role_arn,
-        },
+        {"ModelName": model_name, "PrimaryContainer": container, "ExecutionRoleArn": role_arn},
+    )
+
+
+def create_model(plan: Plan) -> Call:
+    return model_call(
+        plan.model_name,
+        plan.role_arn,
+        Image=plan.image_uri,
+        ModelDataSource={"S3DataSource": s3_data_source(plan.target)},
+        AdditionalModelDataSources=[
+            {"ChannelName": paths.DRAFTER_CHANNEL, "S3DataSource": s3_data_source(plan.head)}
+        ],
+        Environment=environment(plan),
     )
 
 

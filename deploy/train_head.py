@@ -68,17 +68,7 @@ def plan_of(
     args: argparse.Namespace, version: str
 ) -> tuple[TrainingPlan, dict[str, tuple[S3Prefix, Path]]]:
     """The plan, and the folders to upload first (channel -> (prefix, folder))."""
-    problems = [
-        problem
-        for problem in (
-            names.name_problem("--name", args.name),
-            inputs.role_problem(args.role),
-            inputs.enum_problem(
-                "--instance-type", args.instance_type, "TrainingInstanceType", "a training type"
-            ),
-        )
-        if problem
-    ]
+    problems = inputs.job_problems(args, "TrainingInstanceType", "a training type")
     base = inputs.checked_prefix("--s3-uri", args.s3_uri, problems) if args.s3_uri else None
     prefixes: dict[str, S3Prefix | None] = {}
     uploads: dict[str, tuple[S3Prefix, Path]] = {}

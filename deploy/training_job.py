@@ -16,9 +16,8 @@ from typing import Any, TextIO
 
 from deploy import names
 from deploy.calls import Call
-from deploy.errors import DeployFailed
 from deploy.s3 import S3Prefix
-from deploy.waiting import Clock, poll_job
+from deploy.waiting import Clock, completed, poll_job
 
 SAGEMAKER = "sagemaker"
 DEFAULT_TRAINING_INSTANCE = "ml.g6e.12xlarge"
@@ -144,12 +143,10 @@ def wait_for_job(sagemaker: Any, plan: TrainingPlan, out: TextIO, clock: Clock) 
         return line
 
     description = poll_job(describe, "TrainingJobStatus", line_of, out, clock)
-    status = description["TrainingJobStatus"]
-    if status != "Completed":
-        reason = description.get("FailureReason", "SageMaker gave no reason")
-        raise DeployFailed(
-            f"training job {plan.job_name} is {status}. FailureReason: {reason} The job's log "
-            "is in CloudWatch log group /aws/sagemaker/TrainingJobs, stream "
-            f"{plan.job_name}/algo-1-*."
-        )
+    completed(
+        description,
+        "TrainingJobStatus",
+        f"training job {plan.job_name}",
+        f"/aws/sagemaker/TrainingJobs, stream {plan.job_name}/algo-1-*",
+    )
     return description

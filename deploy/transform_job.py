@@ -21,10 +21,10 @@ from typing import Any, TextIO
 
 from deploy import calls, inputs, names
 from deploy.calls import Call
-from deploy.errors import DeployFailed, UsageError
-from deploy.requests import SAGEMAKER, speculative_config
+from deploy.errors import UsageError
+from deploy.requests import SAGEMAKER, model_call, speculative_config
 from deploy.s3 import S3Prefix
-from deploy.waiting import Clock, poll_job
+from deploy.waiting import Clock, completed, poll_job
 from serving import paths
 from serving.variables import SPECULATIVE_CONFIG_VAR
 
@@ -63,18 +63,9 @@ def model_url_problem(url: str) -> str | None:
 
 
 def plan_of(args: argparse.Namespace, version: str) -> TransformPlan:
-    problems = [
-        problem
-        for problem in (
-            names.name_problem("--name", args.name),
-            inputs.role_problem(args.role),
-            inputs.enum_problem(
-                "--instance-type", args.instance_type, "TransformInstanceType", "a transform type"
-            ),
-            model_url_problem(args.model_url),
-        )
-        if problem
-    ]
+    problems = inputs.job_problems(args, "TransformInstanceType", "a transform type")
+    if problem := model_url_problem(args.model_url):
+        problems.append(problem)
     source = inputs.checked_prefix("--input-uri", args.input_uri, problems)
     output = inputs.checked_prefix("--output-uri", args.output_uri, problems)
     if args.k < 1:
@@ -108,18 +99,12 @@ def plan_of(args: argparse.Namespace, version: str) -> TransformPlan:
 
 def create_model(plan: TransformPlan) -> Call:
     config = {**speculative_config(plan.num_speculative_tokens), "model": HEAD_IN_MODEL}
-    return Call(
-        SAGEMAKER,
-        "CreateModel",
-        {
-            "ModelName": plan.model_name,
-            "PrimaryContainer": {
-                "Image": plan.image_uri,
-                "ModelDataUrl": plan.model_url,
-                "Environment": {SPECULATIVE_CONFIG_VAR: json.dumps(config)},
-            },
-            "ExecutionRoleArn": plan.role_arn,
-        },
+    return model_call(
+        plan.model_name,
+        plan.role_arn,
+        Image=plan.image_uri,
+        ModelDataUrl=plan.model_url,
+        Environment={SPECULATIVE_CONFIG_VAR: json.dumps(config)},
     )
 
 
@@ -167,14 +152,12 @@ def wait_for_job(sagemaker: Any, plan: TransformPlan, out: TextIO, clock: Clock)
         out,
         clock,
     )
-    status = description["TransformJobStatus"]
-    if status != "Completed":
-        reason = description.get("FailureReason", "SageMaker gave no reason")
-        raise DeployFailed(
-            f"transform job {plan.job_name} is {status}. FailureReason: {reason} The "
-            "container's log is in CloudWatch log group /aws/sagemaker/TransformJobs, stream "
-            f"{plan.job_name}/*."
-        )
+    completed(
+        description,
+        "TransformJobStatus",
+        f"transform job {plan.job_name}",
+        f"/aws/sagemaker/TransformJobs, stream {plan.job_name}/*",
+    )
 
 
 def count_outputs(s3: Any, output: S3Prefix) -> tuple[int, int, int]:

@@ -201,3 +201,15 @@ def poll_job(
         if description[status_key] in JOB_DONE:
             return description
         clock.sleep(clock.poll_seconds)
+
+
+def completed(description: dict[str, Any], status_key: str, job: str, log_stream: str) -> None:
+    """DeployFailed with SageMaker's reason and where the log is, unless the job completed.
+    `job` names it ("training job NAME"); `log_stream` is its CloudWatch group and stream."""
+    status = description[status_key]
+    if status != "Completed":
+        reason = description.get("FailureReason", "SageMaker gave no reason")
+        raise DeployFailed(
+            f"{job} is {status}. FailureReason: {reason} The log is in CloudWatch log group "
+            f"{log_stream}."
+        )

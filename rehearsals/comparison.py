@@ -191,6 +191,17 @@ def side_by_side_table(rows: list[dict]) -> list[str]:
     ]
 
 
+Rows = dict[tuple[str, int, str], dict]
+
+
+def table_with_rows(rows: list[dict], head: str) -> tuple[list[str], Rows, list[tuple[str, int]]]:
+    """compare's rows as a table (then a blank line), the rows keyed by (workload,
+    concurrency, head), and the (workload, concurrency) pairs `head` was measured at."""
+    by_key = {(row["workload"], row["concurrency"], row["head"]): row for row in rows}
+    cells = [(workload, concurrency) for workload, concurrency, name in by_key if name == head]
+    return [*side_by_side_table(rows), ""], by_key, cells
+
+
 def round_range(row: dict, none: dict) -> str:
     """' (rounds A-B)': the ratio of each interleaved round, when there were several."""
     ratios = [

@@ -32,7 +32,7 @@ from rehearsals.comparison import (
     compare,
     round_range,
     send_prompt,
-    side_by_side_table,
+    table_with_rows,
     workloads_for,
 )
 from serving import paths
@@ -164,14 +164,10 @@ def run_loop(
 
 
 def table(result: dict) -> str:
-    rows = result["side_by_side"]
-    lines = side_by_side_table(rows)
-    by_key = {(row["workload"], row["concurrency"], row["head"]): row for row in rows}
-    lines.append("")
-    for workload, concurrency, head in by_key:
-        if head != "fine-tuned":
-            continue
-        tuned, base = by_key[workload, concurrency, head], by_key[workload, concurrency, "base"]
+    lines, by_key, cells = table_with_rows(result["side_by_side"], "fine-tuned")
+    for workload, concurrency in cells:
+        tuned = by_key[workload, concurrency, "fine-tuned"]
+        base = by_key[workload, concurrency, "base"]
         length = tuned["mean_acceptance_length"] / base["mean_acceptance_length"]
         speed = tuned["output_tokens_per_s"] / base["output_tokens_per_s"]
         line = (

@@ -26,7 +26,7 @@ from rehearsals.comparison import (
     Workload,
     compare,
     send_prompt,
-    side_by_side_table,
+    table_with_rows,
     workloads_for,
 )
 from rehearsals.retrain import capture_and_export, capture_and_finetune
@@ -139,14 +139,9 @@ def run_demo(
 
 
 def table(result: dict[str, Any]) -> str:
-    rows = result["side_by_side"]
-    lines = side_by_side_table(rows)
-    by_key = {(row["workload"], row["concurrency"], row["head"]): row for row in rows}
-    lines.append("")
-    for workload, concurrency, head in by_key:
-        if head != "training job":
-            continue
-        job = by_key[workload, concurrency, head]["mean_acceptance_length"]
+    lines, by_key, cells = table_with_rows(result["side_by_side"], "training job")
+    for workload, concurrency in cells:
+        job = by_key[workload, concurrency, "training job"]["mean_acceptance_length"]
         for other in ("project fine-tune", "demo head"):
             base = by_key[workload, concurrency, other]["mean_acceptance_length"]
             lines.append(

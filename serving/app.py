@@ -31,7 +31,7 @@ from serving.logs import printable
 from serving.metrics import FrontMetrics
 from serving.payload_parser import PayloadParser
 from serving.record import record_of
-from serving.relay import Relay, wait_for_disconnect
+from serving.relay import Relay, unless_client_leaves
 from serving.routes import FRONT_ROUTES, Handler, Router, raw_path
 from serving.settings import Settings
 
@@ -177,18 +177,12 @@ class Front:
         """A transform's mini-batch: every record answered, one line each, in order."""
         if (refusal := bad_header(request)) is not None:
             return refusal
-        answering = asyncio.ensure_future(
-            self.records.answer_all(record_of(request.scope), request.scope["headers"], records)
+        # The job giving up on this mini-batch stops its records' generations too.
+        answering = await unless_client_leaves(
+            request,
+            self.records.answer_all(record_of(request.scope), request.scope["headers"], records),
         )
-        disconnected = asyncio.ensure_future(wait_for_disconnect(request))
-        try:
-            await asyncio.wait({answering, disconnected}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            disconnected.cancel()
-        if not answering.done():
-            # The job gave up on this mini-batch: stop its records' generations too.
-            answering.cancel()
-            await asyncio.gather(answering, return_exceptions=True)
+        if answering is None:
             return Response(status_code=CLIENT_CLOSED)
         return Response(answering.result(), media_type=transform.ANSWER_MEDIA_TYPE)
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
+from typing import TypeVar
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -26,6 +27,8 @@ from serving.logs import printable
 from serving.record import record_of
 from serving.tgi import TgiAnswer, TgiStream, whole_answer
 
+T = TypeVar("T")
+
 log = logging.getLogger("serving.relay")
 
 ENGINE_GONE = "the engine is not answering (it may have stopped); retry on another instance."
@@ -37,6 +40,22 @@ async def wait_for_disconnect(request: Request) -> None:
         message = await request.receive()
         if message["type"] == "http.disconnect":
             return
+
+
+async def unless_client_leaves(request: Request, work: Awaitable[T]) -> asyncio.Future[T] | None:
+    """`work` run to its end, done; or None when the client left first, `work` cancelled
+    (cancelling the engine's request closes its connection, and vLLM aborts the generation)."""
+    working = asyncio.ensure_future(work)
+    disconnected = asyncio.ensure_future(wait_for_disconnect(request))
+    try:
+        await asyncio.wait({working, disconnected}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        disconnected.cancel()
+    if working.done():
+        return working
+    working.cancel()
+    await asyncio.gather(working, return_exceptions=True)
+    return None
 
 
 def is_small_json(answer: Answer) -> bool:
@@ -76,19 +95,10 @@ class Relay:
         """Send `target` (raw path and query, never decoded) to the engine; relay its answer,
         written as TGI writes it when `tgi` says how."""
         record = record_of(request.scope)
-        sending = asyncio.ensure_future(
-            self.exchanges.send(record, request.method, target, content, headers)
+        sending = await unless_client_leaves(
+            request, self.exchanges.send(record, request.method, target, content, headers)
         )
-        disconnected = asyncio.ensure_future(wait_for_disconnect(request))
-        try:
-            await asyncio.wait({sending, disconnected}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            disconnected.cancel()
-        if not sending.done():
-            # The client left while vLLM was still working: cancelling closes the connection,
-            # and vLLM aborts the generation.
-            sending.cancel()
-            await asyncio.gather(sending, return_exceptions=True)
+        if sending is None:
             log.info("client disconnected; request to %s aborted", printable(target))
             return Response(status_code=CLIENT_CLOSED)
         try:

@@ -227,44 +227,19 @@ def containers(demo_root: Path, request: pytest.FixtureRequest):
             container.stop()
 
 
-@pytest.fixture(scope="session")
-def peagle(containers) -> Container:
-    return containers["peagle"]
+def container_fixture(name: str):
+    """The session fixture named NAME: the container of that configuration."""
+
+    @pytest.fixture(scope="session", name=name)
+    def fixture(containers) -> Container:
+        return containers[name]
+
+    return fixture
 
 
-@pytest.fixture(scope="session")
-def plain(containers) -> Container:
-    return containers["plain"]
-
-
-@pytest.fixture(scope="session")
-def scheduled(containers) -> Container:
-    return containers["scheduled"]
-
-
-@pytest.fixture(scope="session")
-def asynchronous(containers) -> Container:
-    return containers["asynchronous"]
-
-
-@pytest.fixture(scope="session")
-def quick(containers) -> Container:
-    return containers["quick"]
-
-
-@pytest.fixture(scope="session")
-def real(containers) -> Container:
-    return containers["real"]
-
-
-@pytest.fixture(scope="session")
-def drain(containers) -> Container:
-    return containers["drain"]
-
-
-@pytest.fixture(scope="session")
-def doomed(containers) -> Container:
-    return containers["doomed"]
+# One fixture a configuration (peagle, plain, quick, real, scheduled, ...), each the
+# container `containers` started for it.
+globals().update({name: container_fixture(name) for name in CONFIGURATIONS})
 
 
 @pytest.fixture(scope="session")
