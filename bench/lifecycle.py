@@ -41,6 +41,7 @@ LONG = {
     "ignore_eos": True,
 }
 TIMEOUT_SECONDS = 900.0
+RUNNING_SECONDS = 120.0
 COLUMNS = {
     "cold_start_s": "cold start s",
     "bare_vllm_cold_start_s": "bare vLLM cold start s",
@@ -68,10 +69,20 @@ def until_ping(url: str, status: int, since: float) -> float:
         time.sleep(0.1)
 
 
+def keep_busy(url: str, stop: threading.Event) -> None:
+    """Long requests one after another until `stop`: one is running whenever the engine is
+    stopped, however soon a single one would have ended."""
+    while not stop.is_set():
+        try:
+            httpx.post(f"{url}/invocations", json=LONG, timeout=600)
+        except httpx.HTTPError:
+            pass
+
+
 def running(container: Container) -> None:
     """Until the engine runs a request (its own gauge, read through the front)."""
     began = time.monotonic()
-    while time.monotonic() - began < TIMEOUT_SECONDS:
+    while time.monotonic() - began < RUNNING_SECONDS:
         text = httpx.get(f"{container.url}/metrics", timeout=30).text
         for line in text.splitlines():
             if line.startswith("vllm:num_requests_running{") and float(line.split()[-1]) >= 1:
@@ -105,17 +116,16 @@ def bare_vllm(container: LocalContainer, log_path: Path) -> Iterator[str]:
 
 def faults(container: Container) -> dict[str, float]:
     """The stall and the kill, each timed to /ping 503 and back to 200."""
-    request = threading.Thread(
-        target=lambda: httpx.post(f"{container.url}/invocations", json=LONG, timeout=600),
-        daemon=True,
-    )
-    request.start()
+    stop = threading.Event()
+    busy = threading.Thread(target=keep_busy, args=(container.url, stop), daemon=True)
+    busy.start()
     running(container)
     container.kill_engine(signal.SIGSTOP, workers=True)
     stopped = time.monotonic()
+    stop.set()
     stall_to_503 = until_ping(container.url, 503, stopped)
     stall_to_200 = until_ping(container.url, 200, stopped)
-    request.join(60)
+    busy.join(60)
     container.kill_engine(signal.SIGKILL)
     killed = time.monotonic()
     return {
