@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -28,7 +27,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from serving import access, invocations, routes, sse
 from serving import bidi_frames as frames
 from serving.engine_client import EngineError
-from serving.errors import RequestRefused
+from serving.errors import RequestRefused, engine_error
 from serving.exchange import Answer, Exchanges
 from serving.gate import RequestGate
 from serving.headers import to_engine_as_json
@@ -37,7 +36,7 @@ from serving.logs import printable
 from serving.metrics import FrontMetrics
 from serving.payload_parser import PayloadParser
 from serving.record import RequestRecord
-from serving.tgi import TgiAnswer, TgiStream, whole_answer
+from serving.tgi import TgiAnswer, stream_events, whole_answer
 
 log = logging.getLogger("serving.bidi_session")
 ROUTE = routes.match(frames.ROUTE.encode())
@@ -64,16 +63,6 @@ class SessionParts:
     metrics: FrontMetrics
     max_frame_bytes: int
     why_gone: Callable[[], str]  # why the engine dropped a request
-
-
-def engine_error(status: int, body: bytes) -> tuple[str, str | None]:
-    """The engine's error message and type, from its OpenAI-shaped error answer."""
-    try:
-        parsed = json.loads(body)
-        error = parsed.get("error", parsed) if isinstance(parsed, dict) else {}
-        return str(error.get("message") or body[:512].decode(errors="replace")), error.get("type")
-    except (ValueError, AttributeError):
-        return body[:512].decode(errors="replace") or f"the engine answered {status}.", None
 
 
 class Session:
@@ -280,8 +269,7 @@ class Session:
             return self.engine_gone(request_id)
         try:
             if answer.status != 200:
-                message, error_type = engine_error(answer.status, await answer.read())
-                self.send_now(frames.error(request_id, answer.status, message, error_type))
+                self.send_error(request_id, answer.status, await answer.read())
                 return answer.status
             if answer.is_stream:
                 await self.relay_stream(request_id, answer, prepared.tgi)
@@ -293,6 +281,11 @@ class Session:
         finally:
             answer.close()
 
+    def send_error(self, request_id: frames.RequestId, status: int, body: bytes) -> None:
+        """The engine's error answer (or error event) as the request's last frame."""
+        error = engine_error(status, body)["error"]
+        self.send_now(frames.error(request_id, status, str(error["message"]), error.get("type")))
+
     def engine_gone(self, request_id: frames.RequestId) -> int:
         self.send_now(frames.error(request_id, 503, self.parts.why_gone(), "EngineUnavailable"))
         return 503
@@ -300,34 +293,16 @@ class Session:
     async def relay_stream(
         self, request_id: frames.RequestId, answer: Answer, tgi: TgiAnswer | None
     ) -> None:
-        splitter = sse.DataSplitter()
-        tgi_stream = TgiStream(tgi) if tgi is not None and tgi.stream else None
-
-        async def relay(data: str) -> bool:
-            """Relay one engine event; False when it was an error that ends the answer."""
+        chunks = answer.chunks()
+        if tgi is not None and tgi.stream:
+            chunks = stream_events(chunks, tgi)
+        async for data in sse.payloads(chunks):
             if data.strip() == sse.DONE:
-                return True
+                continue
             if data.lstrip().startswith('{"error"'):
-                message, error_type = engine_error(500, data.encode())
-                self.send_now(frames.error(request_id, 500, message, error_type))
-                return False
-            events = (
-                [data] if tgi_stream is None else sse.DataSplitter().feed(tgi_stream.event(data))
-            )
-            for event in events:
-                await self.send(frames.chunk(request_id, event))
-            return True
-
-        async for piece in answer.chunks():
-            for data in splitter.feed(piece):
-                if not await relay(data):
-                    return
-        for data in splitter.finish():
-            if not await relay(data):
+                self.send_error(request_id, 500, data.encode())
                 return
-        if tgi_stream is not None and (last := tgi_stream.finish()):
-            for event in sse.DataSplitter().feed(last):
-                await self.send(frames.chunk(request_id, event))
+            await self.send(frames.chunk(request_id, data))
         self.send_now(self.done(request_id, answer))
 
     async def relay_whole(

@@ -27,6 +27,23 @@ def error_body(status: int, message: str, error_type: str | None = None) -> dict
     }
 
 
+def engine_error(status: int, body: bytes) -> dict:
+    """The engine's error answer in the OpenAI shape: as it came when it has that shape (vLLM's
+    do), else its message, or its first 512 bytes, wrapped in it. The one reading of an engine
+    error, for every road that writes one its own way."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        parsed = None
+    error = parsed.get("error", parsed) if isinstance(parsed, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        if error is parsed:  # vLLM's older shape: the error's fields at the top
+            return error_body(status, str(error["message"]), error.get("type"))
+        return parsed
+    text = body[:512].decode(errors="replace").strip()
+    return error_body(status, text or f"the engine answered {status}.")
+
+
 class JsonAnswer(JSONResponse):
     """A JSON answer of the front's own, ending in a newline like vLLM's relayed ones: clients
     that read answers line by line (LangChain's SagemakerEndpoint) wait for one forever."""

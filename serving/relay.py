@@ -15,7 +15,6 @@ from typing import TypeVar
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from serving import sse
 from serving.answers import AnswerWatcher, with_speculation, without_null_usage
 from serving.bodies import CLIENT_CLOSED
 from serving.engine_client import EngineError
@@ -25,7 +24,7 @@ from serving.headers import RawHeaders, to_client
 from serving.json_text import json_bytes
 from serving.logs import printable
 from serving.record import record_of
-from serving.tgi import TgiAnswer, TgiStream, whole_answer
+from serving.tgi import TgiAnswer, stream_events, whole_answer
 
 T = TypeVar("T")
 
@@ -62,16 +61,6 @@ def is_small_json(answer: Answer) -> bool:
     """A JSON answer of known length that fits the watcher's buffer (vLLM's non-streamed ones)."""
     length = answer.header("content-length")
     return answer.is_json and length.isdigit() and int(length) <= AnswerWatcher.MAX_BUFFER
-
-
-async def as_tgi_events(body: AsyncIterator[bytes], stream: TgiStream) -> AsyncIterator[bytes]:
-    """The engine's completion stream as TGI's token events."""
-    splitter = sse.DataSplitter()
-    async for chunk in body:
-        if events := b"".join(stream.event(data) for data in splitter.feed(chunk)):
-            yield events
-    if events := b"".join(stream.event(data) for data in splitter.finish()) + stream.finish():
-        yield events
 
 
 class Relay:
@@ -111,7 +100,7 @@ class Relay:
             return await self._whole(answer, tgi)
         body = self._body(answer)
         if tgi is not None and answer.is_stream:
-            body = as_tgi_events(body, TgiStream(tgi))
+            body = stream_events(body, tgi)
         response = StreamingResponse(body, status_code=answer.status)
         response.raw_headers = to_client(answer.raw_headers)
         return response

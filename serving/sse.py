@@ -12,6 +12,7 @@ Standard library only: the container's capture writer and the laptop's `capture 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 DONE = "[DONE]"
@@ -70,6 +71,16 @@ class DataSplitter:
     def finish(self) -> list[str]:
         """The last event's data, when the stream ended without its blank line."""
         return data_of(self.events.finish())
+
+
+async def payloads(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
+    """The `data:` values of a byte stream read as it comes."""
+    splitter = DataSplitter()
+    async for chunk in chunks:
+        for data in splitter.feed(chunk):
+            yield data
+    for data in splitter.finish():
+        yield data
 
 
 def data_of(events: list[bytes]) -> list[str]:

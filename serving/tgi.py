@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 from serving.errors import RequestRefused
 from serving.json_text import json_bytes
+from serving.sse import DataSplitter
 
 log = logging.getLogger("serving.tgi")
 
@@ -254,3 +256,15 @@ class TgiStream:
             "details": detail,
         }
         return b"data:" + json_bytes(event) + b"\n\n"
+
+
+async def stream_events(chunks: AsyncIterator[bytes], answer: TgiAnswer) -> AsyncIterator[bytes]:
+    """The engine's completion stream, cut anywhere, as TGI's token events (those each chunk
+    completes, together; an engine error event passes as it is). Every road that streams TGI
+    writes it with this."""
+    stream, splitter = TgiStream(answer), DataSplitter()
+    async for chunk in chunks:
+        if events := b"".join(stream.event(data) for data in splitter.feed(chunk)):
+            yield events
+    if events := b"".join(stream.event(data) for data in splitter.finish()) + stream.finish():
+        yield events

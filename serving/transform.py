@@ -26,7 +26,7 @@ from typing import Any
 from serving import access, invocations
 from serving.answers import without_null_usage
 from serving.engine_client import EngineError
-from serving.errors import RequestRefused, error_body
+from serving.errors import RequestRefused, engine_error, error_body
 from serving.exchange import Answer, Exchanges
 from serving.headers import RawHeaders, to_engine_as_json
 from serving.json_text import json_bytes
@@ -139,6 +139,8 @@ Prepare = Callable[[bytes], Awaitable[invocations.Prepared]]
 def answer_of(prepared: invocations.Prepared, answer: Answer, body: bytes) -> tuple[int, dict]:
     """One record's status and answer line from the engine's answer, in the record's own
     schema."""
+    if answer.status != 200:
+        return answer.status, engine_error(answer.status, body)
     parsed = answer.parsed
     if parsed is None:
         try:
@@ -147,10 +149,6 @@ def answer_of(prepared: invocations.Prepared, answer: Answer, body: bytes) -> tu
             parsed = None
     if not isinstance(parsed, dict):
         return 502, error_line(502, "the engine's answer to this record was not JSON.")
-    if answer.status != 200:
-        if isinstance(parsed.get("error"), dict):
-            return answer.status, parsed
-        return answer.status, error_line(answer.status, str(parsed.get("message") or parsed))
     if prepared.tgi is not None:
         return 200, json.loads(whole_answer(prepared.tgi, parsed))
     return 200, without_null_usage(parsed) or parsed

@@ -3,6 +3,7 @@ on the real front and engine: the same greedy text as the OpenAI completion."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 
@@ -11,7 +12,7 @@ import pytest
 
 from serving.errors import RequestRefused
 from serving.sse import DataSplitter
-from serving.tgi import TgiAnswer, TgiStream, completion_request
+from serving.tgi import TgiAnswer, TgiStream, completion_request, stream_events
 
 PROMPT = "def fibonacci(n):"
 
@@ -69,6 +70,36 @@ def test_the_last_stream_event_waits_for_the_token_count():
     assert events[0]["token"]["id"] == 7 and events[0]["generated_text"] is None
     assert events[1]["generated_text"] == "ab"
     assert events[1]["details"]["generated_tokens"] == 2
+
+
+def test_a_stream_cut_anywhere_gives_the_same_events_and_errors_pass_as_they_came():
+    """The one writer of TGI's stream (HTTP and the bidirectional stream both use it)."""
+    engine = (
+        b"".join(
+            b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n"
+            for chunk in (
+                {"choices": [{"text": "a", "token_ids": [7]}]},
+                {"choices": [{"text": "b", "finish_reason": "length"}]},
+                {"choices": [], "usage": {"completion_tokens": 2}},
+                {"error": {"message": "gone", "type": "InternalServerError", "code": 500}},
+            )
+        )
+        + b"data: [DONE]\r\n\r\n"
+    )
+
+    async def rewritten(size: int) -> bytes:
+        async def chunks():
+            for start in range(0, len(engine), size):
+                yield engine[start : start + size]
+
+        answer = TgiAnswer(stream=True, details=False, seed=None, prefixes=None)
+        return b"".join([events async for events in stream_events(chunks(), answer)])
+
+    whole, by_byte = asyncio.run(rewritten(len(engine))), asyncio.run(rewritten(1))
+    assert whole == by_byte
+    events = tgi_events(whole)
+    assert [event.get("generated_text") for event in events[:2]] == [None, "ab"]
+    assert events[2] == {"error": {"message": "gone", "type": "InternalServerError", "code": 500}}
 
 
 def completion(url: str, **fields) -> dict:
