@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -160,19 +161,36 @@ def write_head(
     save_file(head.state_dict_for_vllm(), str(out_dir / "model.safetensors"), {"format": "pt"})
 
 
+class Laps:
+    """Seconds per phase, into the report as each phase ends."""
+
+    def __init__(self, seconds: dict):
+        self.seconds = seconds
+        self.clock = time.monotonic()
+
+    def __call__(self, name: str) -> None:
+        now = time.monotonic()
+        self.seconds[name] = round(now - self.clock, 1)
+        self.clock = now
+
+
+@dataclass
+class Asked:
+    """What the heads learn from: every prompt, the target's greedy answer after it, and
+    where the JSON answers (decoded under their grammar) stand among them."""
+
+    prompts: list[list[int]]
+    sequences: list[list[int]]
+    first_json: int
+    json_count: int
+
+
 def build_trained(target_dir: Path, peagle_dir: Path, eagle3_dir: Path, recipe: Recipe) -> dict:
     """Train and write the pair; return a report of losses, offline acceptance and timings."""
     torch.set_num_threads(THREADS)
     training.deterministic(SEED)
     report: dict = {"recipe": asdict(recipe), "seconds": {}}
-    clock = time.monotonic()
-
-    def lap(name: str) -> None:
-        nonlocal clock
-        now = time.monotonic()
-        report["seconds"][name] = round(now - clock, 1)
-        clock = now
-
+    lap = Laps(report["seconds"])
     tokenizer = build_tokenizer(recipe.target.vocab_size)
     mask_id = tokenizer.convert_tokens_to_ids(MASK)
     corpus = build_corpus(SEED, recipe.prompts, recipe.tool_prompts, recipe.json_prompts)
@@ -183,7 +201,29 @@ def build_trained(target_dir: Path, peagle_dir: Path, eagle3_dir: Path, recipe: 
         recipe.window,
     )
     lap("corpus")
+    target = train_target(recipe, tokenizer, windows, report)
+    target_dir.mkdir(parents=True, exist_ok=True)
+    target.save_pretrained(target_dir, safe_serialization=True)
+    tokenizer.save_pretrained(target_dir)
+    lap("target")
+    asked = generate(recipe, target, tokenizer, corpus)
+    lap("generate")
+    features = hidden_features(recipe, target, tokenizer, asked)
+    held_out = len(asked.sequences) - recipe.eval_prompts
+    prompt_lengths = [len(prompt) for prompt in asked.prompts]
+    report["target_text"] = evaluation.text_stats(
+        asked.sequences[held_out:], prompt_lengths[held_out:]
+    )
+    lap("features")
+    out_dirs = {"peagle": peagle_dir, "eagle3": eagle3_dir}
+    report["offline"] = {}
+    for name, offline in train_heads(recipe, target, target_dir, out_dirs, mask_id, features):
+        report["offline"][name] = offline
+        lap(name)
+    return report
 
+
+def train_target(recipe: Recipe, tokenizer, windows, report: dict) -> LlamaForCausalLM:
     config = target_config(
         recipe.target, tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id
     )
@@ -195,10 +235,12 @@ def build_trained(target_dir: Path, peagle_dir: Path, eagle3_dir: Path, recipe: 
             target, windows, recipe.target_batch, recipe.target_lr, progress
         )
     report["target_loss"] = {"first": losses[0], "last10": sum(losses[-10:]) / 10}
-    target_dir.mkdir(parents=True, exist_ok=True)
-    target.save_pretrained(target_dir, safe_serialization=True)
-    tokenizer.save_pretrained(target_dir)
-    lap("target")
+    return target
+
+
+def generate(recipe: Recipe, target: LlamaForCausalLM, tokenizer, corpus) -> Asked:
+    """The target's greedy answers: tool calls, JSON (under its grammar), then code (the
+    held-out prompts, the last eval_prompts, are code, as the benchmark's are)."""
 
     def tokens(text: str) -> list[int]:
         return tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -207,7 +249,6 @@ def build_trained(target_dir: Path, peagle_dir: Path, eagle3_dir: Path, recipe: 
         tokens(chat_text(sample, with_answer=False)) for sample in corpus.prompt_samples
     ]
     tool_prompts = [tokens(text) for text in corpus.tool_prompts]
-    # The held-out prompts (the last eval_prompts) are code, as the benchmark's are.
     prompts = [prompt for prompt in tool_prompts if len(prompt) <= recipe.window] + [
         prompt for prompt in code_prompts if len(prompt) <= recipe.max_prompt_tokens
     ]
@@ -226,45 +267,55 @@ def build_trained(target_dir: Path, peagle_dir: Path, eagle3_dir: Path, recipe: 
     first_json = len([p for p in tool_prompts if len(p) <= recipe.window])
     sequences[first_json:first_json] = answered
     prompts[first_json:first_json] = [prompt for prompt, _ in asked]
-    lap("generate")
-    prompt_lengths = [len(prompt) for prompt in prompts]
-    with tqdm(total=len(sequences), desc="features", unit="seq") as progress:
+    return Asked(prompts, sequences, first_json, len(answered))
+
+
+def hidden_features(
+    recipe: Recipe, target: LlamaForCausalLM, tokenizer, asked: Asked
+) -> training.Features:
+    """The target's aux hidden states and greedy tokens over every sequence; the JSON rows'
+    labels are the tokens the grammar let through."""
+    prompt_lengths = [len(prompt) for prompt in asked.prompts]
+    with tqdm(total=len(asked.sequences), desc="features", unit="seq") as progress:
         features = training.target_features(
             target,
-            sequences,
+            asked.sequences,
             prompt_lengths,
             recipe.aux_layer_ids,
             16,
             tokenizer.pad_token_id,
             progress,
         )
-    for row in range(first_json, first_json + len(answered)):
-        constrained_labels(features.greedy[row], sequences[row], prompt_lengths[row])
-    held_out = len(sequences) - recipe.eval_prompts
-    report["target_text"] = evaluation.text_stats(sequences[held_out:], prompt_lengths[held_out:])
+    for row in range(asked.first_json, asked.first_json + asked.json_count):
+        constrained_labels(features.greedy[row], asked.sequences[row], prompt_lengths[row])
+    return features
+
+
+def train_heads(
+    recipe: Recipe,
+    target: LlamaForCausalLM,
+    target_dir: Path,
+    out_dirs: dict[str, Path],
+    mask_id: int,
+    features: training.Features,
+) -> Iterator[tuple[str, dict]]:
+    """Each head of the recipe trained on the rows before the held-out ones (the last
+    eval_prompts), written, and its name and offline figures (losses, held-out acceptance)."""
+    held_out = len(features.tokens) - recipe.eval_prompts
     train_features = split(features, slice(0, held_out))
     eval_features = split(features, slice(held_out, None))
-    lap("features")
-
     embed = target.get_input_embeddings()
     embed.requires_grad_(False)
     steps = recipe.head_epochs * (held_out // recipe.head_batch)
     peagle = training.peagle_fn(embed, mask_id, recipe.depth)
     eagle3 = training.eagle3_fn(embed, recipe.depth)
-    # name: (where, parallel, the training pass, anchors per row, the evaluation pass)
+    # name: (parallel, the training pass, anchors per row, the evaluation pass)
     heads = {
-        "peagle": (
-            peagle_dir,
-            True,
-            peagle_training_fn(recipe, embed, mask_id),
-            recipe.peagle_anchors,
-            peagle,
-        ),
-        "eagle3": (eagle3_dir, False, eagle3, recipe.anchors, eagle3),
+        "peagle": (True, peagle_training_fn(recipe, embed, mask_id), recipe.peagle_anchors, peagle),
+        "eagle3": (False, eagle3, recipe.anchors, eagle3),
     }
-    report["offline"] = {}
     for name in recipe.heads:
-        out_dir, parallel, training_fn, anchors, logits_fn = heads[name]
+        parallel, training_fn, anchors, logits_fn = heads[name]
         head = new_head(recipe, target, parallel, SEED + 1)
         with tqdm(total=steps, desc=f"{name:8}", unit="step") as progress:
             losses = training.train_head(
@@ -279,14 +330,13 @@ def build_trained(target_dir: Path, peagle_dir: Path, eagle3_dir: Path, recipe: 
                 progress,
                 recipe.first_weight,
             )
-        report["offline"][name] = {
+        offline = {
             "loss_first": losses[0],
             "loss_last10": sum(losses[-10:]) / 10,
             **evaluation.head_report(head, logits_fn, eval_features, recipe.depth),
         }
-        write_head(out_dir, head, target_dir, recipe, mask_id, parallel)
-        lap(name)
-    return report
+        write_head(out_dirs[name], head, target_dir, recipe, mask_id, parallel)
+        yield name, offline
 
 
 def split(features: training.Features, rows: slice) -> training.Features:
