@@ -34,7 +34,7 @@ def build(out: Path, force: bool) -> None:
     if force or not target.up_to_date(model):
         target.build(model)
     try:
-        heads.install(out / "additional-model-data-sources")
+        heads.install(out / "additional-model-data-sources", model)
     except heads.StaleHeads as error:
         raise SystemExit(f"python -m model_data_sources.smollm2: {error}") from None
     stamp.write_text(wanted)
@@ -54,7 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="rebuild the tree")
     args = parser.parse_args(argv)
     if args.what == "ship":
-        print(f"shipped the heads as {heads.ship(args.work)} (commit them)")
+        model = DEFAULT_OUT / "model"
+        if not target.up_to_date(model):
+            target.build(model)
+        print(f"shipped the heads as {heads.ship(args.work, model)} (commit them)")
         return 0
     if args.what == "train-heads":
         from model_data_sources.smollm2 import recipe
