@@ -77,7 +77,7 @@ DURATION ?= 60
 BODY_CLIENTS ?= 32
 BODY_MB ?= 5
 
-.PHONY: image-standin image-train-standin image-standin-test kernel-check public-shapes gpu-check
+.PHONY: image-standin image-train-standin image-standin-test kernel-check public-shapes gpu-check gpu-bundle
 .PHONY: demo-pairs lock help setup demo-model quick-model real-model real-heads serve-model trained-model bench-model serve check test unit-test client-envs bench load load-bodies lint format image image-cpu image-train image-train-cpu image-test retrain-demo retrain-agent-demo fidelity rollout-rehearsal train-head-demo clean
 
 help:
@@ -110,6 +110,7 @@ help:
 	@echo "make image-standin-test  the GPU image's stages on a stand-in base, tested without a GPU"
 	@echo "make kernel-check  vLLM's P-EAGLE Triton kernels on this GPU (python3, torch, Triton)"
 	@echo "make gpu-check  on a GPU box: the image with CUDA graphs and async scheduling, checked"
+	@echo "make gpu-bundle  build/gpu-bundle: vLLM's CUDA Python path for a bare GPU machine"
 	@echo "make public-shapes  real-shaped public pairs (no weights) in build/public_shapes, to check"
 
 # The locked set (deps/*.lock: versions and hashes, written by `make lock`), layer by layer,
@@ -303,6 +304,12 @@ $(VLLM_CUDA_SOURCE)/vllm/v1/spec_decode/utils.py:
 
 kernel-check: $(VLLM_CUDA_SOURCE)/vllm/v1/spec_decode/utils.py
 	$(KERNEL_PYTHON) -m gpu_check kernels --vllm-source $(VLLM_CUDA_SOURCE)
+
+# What a bare GPU machine (Python 3.12, torch, Triton; no vLLM, no network) needs to run the
+# product on vLLM's CUDA Python path, its compiled ops shimmed: build/gpu-bundle and the one
+# command to run there (gpu_check/bundle.py; docs/image.md).
+gpu-bundle: setup $(VLLM_CUDA_SOURCE)/vllm/v1/spec_decode/utils.py
+	$(PY) -m gpu_check bundle --vllm-source $(VLLM_CUDA_SOURCE)
 
 # On a GPU box with the NVIDIA Container Toolkit, after `make image`: the image with CUDA
 # graphs and asynchronous scheduling, three ways (none, fixed K, a K schedule), checked and

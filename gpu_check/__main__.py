@@ -1,5 +1,6 @@
 """`python3 -m gpu_check kernels --vllm-source DIR [--interpret]`: gpu_check/kernels.py;
-`python -m gpu_check image [--image IMAGE | --host]`: gpu_check/image_check.py."""
+`python -m gpu_check image [--image IMAGE | --host]`: gpu_check/image_check.py;
+`python -m gpu_check bundle [--out DIR]`: gpu_check/bundle.py."""
 
 from __future__ import annotations
 
@@ -31,7 +32,14 @@ def main(argv: list[str] | None = None) -> int:
     image.add_argument(
         "--enforce-eager", action="store_true", help="no compile, no CUDA graphs (a fallback)"
     )
+    bundle = commands.add_parser(
+        "bundle", help="what a bare GPU machine needs to run vLLM's CUDA Python path"
+    )
+    bundle.add_argument("--out", type=Path, default=None, help="default build/gpu-bundle")
+    bundle.add_argument("--vllm-source", type=Path, default=None, help="default: the cache")
     args = parser.parse_args(argv)
+    if args.command == "bundle":
+        return make_bundle(args.out, args.vllm_source)
     if args.command == "image":
         from gpu_check import image_check
 
@@ -44,6 +52,20 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := sorted(set(only) - set(kernel_check.KERNELS)):
         parser.error(f"unknown kernel {unknown}; the kernels are {list(kernel_check.KERNELS)}")
     return kernel_check.main(args.vllm_source, args.interpret, args.seed, args.cases, only)
+
+
+def make_bundle(out: Path | None, vllm_source: Path | None) -> int:
+    from gpu_check import bundle
+    from gpu_check import vllm_source as source
+
+    try:
+        lines = bundle.build(out or bundle.DEFAULT_OUT, vllm_source or source.ensure())
+    except (bundle.BundleError, source.SourceError) as error:
+        print(f"gpu_check bundle: {error}", file=sys.stderr)
+        return 1
+    for line in lines:
+        print(f"gpu_check bundle: {line}")
+    return 0
 
 
 if __name__ == "__main__":

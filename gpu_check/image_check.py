@@ -15,9 +15,10 @@ every answer with the reference's, reads the drafts, acceptance and per-position
 counts (which K ran) from `/metrics`, and makes a named tool call under the grammar. Last,
 vLLM's P-EAGLE Triton kernels of the image itself are held to the reference
 (gpu_check.kernels, run inside the image). It prints a Markdown report to paste into an
-issue and writes it to --report. With --host it runs the venv's vLLM instead of the image
-(on the CPU build, SERVING_TEST_CPU_ASYNC_SCHEDULING=1 puts the same scheduling mode on):
-the check itself is tested that way where there is no GPU.
+issue and writes it to --report. With --host it runs this Python's vLLM instead of the
+image: on the CPU build (SERVING_TEST_CPU_ASYNC_SCHEDULING=1 puts the same scheduling mode
+on), where the check itself is tested; and on a GPU machine without the image, vLLM's CUDA
+Python source with its compiled ops shimmed (gpu_check.bundle's run.sh).
 """
 
 from __future__ import annotations
@@ -261,16 +262,36 @@ def kernel_check_in_image(docker: str, image: str) -> tuple[int, str]:
     return ran.returncode, (ran.stdout + ran.stderr).strip()
 
 
-def kernel_check_here() -> tuple[int, str]:
-    """gpu_check.kernels on the venv's own vLLM source (the CPU build: in the interpreter)."""
+def kernel_check_here(gpu: bool) -> tuple[int, str]:
+    """gpu_check.kernels on this Python's own vLLM source: on the GPU, or (the CPU build) in
+    Triton's interpreter."""
     import sys
 
     import vllm
 
     source = str(Path(vllm.__file__).parent.parent)
     argv = [sys.executable, "-m", "gpu_check", "kernels", "--vllm-source", source]
-    ran = subprocess.run(argv + ["--interpret", "--cases", "1"], capture_output=True, text=True)
+    argv += [] if gpu else ["--interpret", "--cases", "1"]
+    ran = subprocess.run(argv, capture_output=True, text=True)
     return ran.returncode, (ran.stdout + ran.stderr).strip()
+
+
+def has_gpu() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def where(host: bool, gpu: bool, image: str | None) -> str:
+    if not host:
+        return str(image)
+    if gpu:
+        import vllm
+
+        return f"vLLM's CUDA Python source at {Path(vllm.__file__).parent} (gpu_check.bundle)"
+    return "the venv"
 
 
 def main(
@@ -281,6 +302,7 @@ def main(
 
     outcomes = []
     docker = None
+    gpu = host and has_gpu()
     if not host:
         from image_build.engine import ensure_engine
 
@@ -295,9 +317,10 @@ def main(
             settings["SM_VLLM_SPECULATIVE_CONFIG"] = json.dumps(config)
         log_path = report_path.parent / f"gpu-check-{len(outcomes)}.log"
         if host:
-            env = host_environment(
-                enforce_eager=enforce_eager, SERVING_TEST_CPU_ASYNC_SCHEDULING="1", **settings
-            )
+            # On the CPU build, the test switch keeps vLLM's asynchronous scheduling on, as a
+            # GPU runs P-EAGLE; on a GPU (gpu_check.bundle's Python path) vLLM's own choice.
+            switch = {} if gpu else {"SERVING_TEST_CPU_ASYNC_SCHEDULING": "1"}
+            env = host_environment(enforce_eager=enforce_eager, **switch, **settings)
             container = HostContainer(f"gpu-check-{len(outcomes)}", env, log_path=log_path)
         else:
             env = host_environment(enforce_eager=enforce_eager, **settings)
@@ -308,11 +331,11 @@ def main(
             )  # fmt: skip
         print(f"gpu check: {name} ...", flush=True)
         outcomes.append(run_one(container, Outcome(name, config)))
-    kernels_exit, kernels = kernel_check_here() if host else kernel_check_in_image(docker, image)
+    kernels_exit, kernels = kernel_check_here(gpu) if host else kernel_check_in_image(docker, image)
     passed = verdict(outcomes, kernels_exit)
     header = (
         f"## GPU check: {'PASS' if passed else 'FAIL'} "
-        f"({'the venv' if host else image}, {opt_ml_root.name}, "
+        f"({where(host, gpu, image)}, {opt_ml_root.name}, "
         f"{'eager' if enforce_eager else 'compiled, CUDA graphs where there is a GPU'}, "
         f"{time.strftime('%Y-%m-%d')})"
     )
