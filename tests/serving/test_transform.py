@@ -226,3 +226,44 @@ def test_mini_batches_stay_under_the_payload_limit():
     assert [len(batch) for batch in batches] == [3, 3, 1]
     with pytest.raises(TransformFailed, match="record 1 is .* over MaxPayloadInMB"):
         list(mini_batches([b"x" * (2 * 1024 * 1024)], parameters))
+
+
+@pytest.mark.parametrize(
+    "status, body, line",
+    [
+        # vLLM's own error passes as it came, whole.
+        (
+            400,
+            b'{"error": {"message": "too long", "type": "BadRequestError", '
+            b'"param": null, "code": 400}}',
+            {
+                "error": {
+                    "message": "too long",
+                    "type": "BadRequestError",
+                    "param": None,
+                    "code": 400,
+                }
+            },
+        ),
+        # Anything else keeps the engine's status and says what it said.
+        (
+            502,
+            b"Bad Gateway",
+            {"error": {"message": "Bad Gateway", "type": "BadGateway", "param": None, "code": 502}},
+        ),
+    ],
+)
+def test_a_records_engine_error_keeps_its_status_and_message(status, body, line):
+    from types import SimpleNamespace
+
+    answer = SimpleNamespace(status=status, parsed=None)
+    prepared = SimpleNamespace(tgi=None)
+    assert transform.answer_of(prepared, answer, body) == (status, line)
+
+
+def test_a_record_answered_200_with_no_json_is_a_502():
+    from types import SimpleNamespace
+
+    answer = SimpleNamespace(status=200, parsed=None)
+    status, line = transform.answer_of(SimpleNamespace(tgi=None), answer, b"<html>")
+    assert status == 502 and "not JSON" in line["error"]["message"]
