@@ -85,9 +85,16 @@ def install(channels: Path, model: Path) -> None:
         shutil.rmtree(out, ignore_errors=True)
         shutil.copytree(HEADS / channel, out, ignore=shutil.ignore_patterns(SHIPPED_WEIGHTS))
         if (HEADS / channel / SHIPPED_WEIGHTS).is_file():
-            with_lm_head(HEADS / channel / SHIPPED_WEIGHTS, model, out / WEIGHTS)
+            try:
+                with_lm_head(HEADS / channel / SHIPPED_WEIGHTS, model, out / WEIGHTS)
+            except OSError as error:
+                raise StaleHeads(
+                    f"the {channel} head's output layer is taken from the target's "
+                    f"{model / WEIGHTS}, which could not be read ({error}); build the target "
+                    "first (`python -m model_data_sources.smollm2 --force`)"
+                ) from None
     for relative, digest in shipped["files"].items():
-        if sha256(channels / relative) != digest:
+        if not (channels / relative).is_file() or sha256(channels / relative) != digest:
             raise StaleHeads(
                 f"{channels / relative} as written from the shipped head and the target in "
                 f"{model} does not match its sha256 in manifest.json: the target converted "
@@ -137,6 +144,13 @@ def without_lm_head(head: Path, model: Path) -> bool:
         return False
     stripped = save(tensors, metadata_of(whole))
     (head / SHIPPED_WEIGHTS).write_bytes(lzma.compress(stripped, preset=9))
+    rebuilt = head / f"{WEIGHTS}.rebuilt"
+    with_lm_head(head / SHIPPED_WEIGHTS, model, rebuilt)
+    same = rebuilt.read_bytes() == whole
+    rebuilt.unlink()
+    if not same:  # install could never write it back byte for byte: ship it whole
+        (head / SHIPPED_WEIGHTS).unlink()
+        return False
     (head / WEIGHTS).unlink()
     return True
 
