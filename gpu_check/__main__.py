@@ -32,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     image.add_argument(
         "--enforce-eager", action="store_true", help="no compile, no CUDA graphs (a fallback)"
     )
+    image.add_argument("--skip-kernels", action="store_true", help="no kernel check")
     bundle = commands.add_parser(
         "bundle", help="what a bare GPU machine needs to run vLLM's CUDA Python path"
     )
@@ -44,7 +45,12 @@ def main(argv: list[str] | None = None) -> int:
         from gpu_check import image_check
 
         return image_check.main(
-            args.image, args.opt_ml_root.resolve(), args.report, args.host, args.enforce_eager
+            args.image,
+            args.opt_ml_root.resolve(),
+            args.report,
+            args.host,
+            args.enforce_eager,
+            args.skip_kernels,
         )
     from gpu_check import kernels as kernel_check
 

@@ -46,11 +46,12 @@ PLATFORMS = (
 # What vLLM's server and the front need on this path that a bare torch machine lacks (its
 # packages: the device tool's KINDS.md): what importing them there pulled in (a venv holding
 # only those packages; tests/gpu_check/test_bundle.py imports them so again), and what they
-# import later, on a request (websockets, setproctitle, the server's instrumentator, jiter,
-# blake3).
+# import later, when the server builds its app (SageMaker's standards, jmespath) or on a
+# request (websockets, setproctitle, the server's instrumentator, jiter, blake3).
 WHEELS = (
     "annotated-types", "apache-tvm-ffi", "blake3", "cachetools", "cbor2", "fastapi", "httpx2",
-    "jiter", "llguidance", "msgspec", "openai", "oss-harmony", "partial-json-parser",
+    "jiter", "jmespath", "llguidance", "model-hosting-container-standards", "msgspec",
+    "openai", "oss-harmony", "partial-json-parser",
     "prometheus-fastapi-instrumentator", "pybase64", "pydantic", "pydantic-core",
     "pydantic-settings", "python-dotenv", "pyzmq", "setproctitle", "sniffio", "starlette",
     "typing-inspection", "uvicorn", "watchfiles", "websockets", "xgrammar",
@@ -151,25 +152,33 @@ def repository_bytes() -> int:
 
 
 RUN_SH = """#!/usr/bin/env bash
-# gpu_check's Python path on this GPU machine: run from the repository's root, after
+# gpu_check's Python path on this GPU machine, from the repository's root, after
 # `make gpu-bundle` put this folder at build/gpu-bundle (the device tool: carry it).
-# Writes its reports under ${OUT:-build}.
+# `run.sh compiled` (torch.compile and piecewise CUDA graphs, then the Triton kernels) or
+# `run.sh eager`; `run.sh` runs both. Reports and logs go to ${OUT:-build}/<mode>/.
 set -euo pipefail
 bundle=build/gpu-bundle
 out=${OUT:-build}
+modes=${1:-compiled eager}
 if ! python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)'; then
     echo "gpu-bundle: no GPU found (torch.cuda.is_available() is False): nothing was run." >&2
     exit 3
 fi
 work=$(mktemp -d)
-tar -xJf "$bundle/python-path.tar.xz" -C "$work"
-export PYTHONPATH="$work/src:$work/site:$PWD"
+python3 -m tarfile -e "$bundle/python-path.tar.xz" "$work"
+export PYTHONPATH="$work/src:$work/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 python3 -m model_data_sources build/opt_ml_quick --quick
 status=0
-python3 -m gpu_check image --host --opt-ml-root build/opt_ml_quick \\
-    --report "$out/gpu-python-path.md" || status=1
-python3 -m gpu_check image --host --enforce-eager --opt-ml-root build/opt_ml_quick \\
-    --report "$out/gpu-python-path-eager.md" || status=1
+for mode in $modes; do
+    case "$mode" in
+        compiled) flags=() ;;
+        eager) flags=(--enforce-eager --skip-kernels) ;;
+        *) echo "run.sh: unknown mode $mode (compiled or eager)" >&2; exit 2 ;;
+    esac
+    mkdir -p "$out/$mode"
+    python3 -m gpu_check image --host --opt-ml-root build/opt_ml_quick "${flags[@]}" \\
+        --report "$out/$mode/gpu-python-path.md" || status=1
+done
 exit $status
 """
 

@@ -35,6 +35,10 @@ ENVIRONMENT = {
     "SM_VLLM_ATTENTION_BACKEND": "TRITON_ATTN",
     "VLLM_NO_USAGE_STATS": "1",
 }
+# The speculative config's part: the drafter picks its own attention backend unless the
+# config names one (v1/spec_decode/llm_base_proposer.py:1282), and on bfloat16 that is
+# FLASH_ATTN (gpu_check/image_check.py adds this on the bundle's path).
+DRAFTER_SETTINGS = {"attention_backend": "TRITON_ATTN"}
 # platforms/cuda.py:23 `import vllm._C_stable_libtorch` (its ops register on import).
 EMPTY_MODULES = ("vllm._C_stable_libtorch",)
 
@@ -42,6 +46,9 @@ EMPTY_MODULES = ("vllm._C_stable_libtorch",)
 SCHEMAS: dict[str, str] = {
     # Called: utils/torch_utils.py:888, from compilation/cuda_graph.py:333 during capture.
     "weak_ref_tensor": "weak_ref_tensor(Tensor input) -> Tensor",
+    # Called by Model Runner V2 (vLLM's choice without speculation): v1/worker/gpu/
+    # buffer_utils.py:35, through utils/torch_utils.py:941.
+    "get_cuda_view_from_cpu_tensor": "get_cuda_view_from_cpu_tensor(Tensor cpu_tensor) -> Tensor",
     # Called at import: quantization/utils/w8a8_utils.py:41 (and its kin, by capability).
     "cutlass_scaled_mm_supports_block_fp8": (
         "cutlass_scaled_mm_supports_block_fp8(int cuda_device_capability) -> bool"
@@ -123,6 +130,20 @@ def weak_ref_tensor(tensor):
     return alias.set_(borrowed, tensor.storage_offset(), tensor.size(), tensor.stride())
 
 
+def get_cuda_view_from_cpu_tensor(cpu_tensor):
+    """The GPU's view of pinned host memory: under unified virtual addressing a pinned
+    page's device address is its host address, so the view is that address on the GPU."""
+    import torch
+
+    device = torch.device("cuda", torch.cuda.current_device())
+    storage = cpu_tensor.untyped_storage()
+    borrowed = torch._C._construct_storage_from_data_pointer(
+        storage.data_ptr(), device, storage.nbytes()
+    )
+    view = torch.empty(0, dtype=cpu_tensor.dtype, device=device)
+    return view.set_(borrowed, cpu_tensor.storage_offset(), cpu_tensor.size(), cpu_tensor.stride())
+
+
 def silu_and_mul(result, x) -> None:
     import torch.nn.functional as F
 
@@ -172,6 +193,7 @@ def unsupported(capability: int) -> bool:
 
 IMPLEMENTATIONS: dict[str, Callable] = {
     "weak_ref_tensor": weak_ref_tensor,
+    "get_cuda_view_from_cpu_tensor": get_cuda_view_from_cpu_tensor,
     "cutlass_scaled_mm_supports_block_fp8": unsupported,
     "cutlass_scaled_mm_supports_fp8": unsupported,
     "cutlass_scaled_mm_supports_fp4": unsupported,
@@ -239,7 +261,8 @@ def compiled_ops() -> None:
         library.define(schema)
         if name in IMPLEMENTATIONS:
             library.impl(name, IMPLEMENTATIONS[name], "CompositeExplicitAutograd")
-    torch.library.register_fake("_C::weak_ref_tensor", lib=library)(torch.empty_like)
+        if name == "weak_ref_tensor":  # traced shapes: an alias has its input's
+            torch.library.register_fake("_C::weak_ref_tensor", lib=library)(torch.empty_like)
 
 
 def install() -> None:
