@@ -116,18 +116,23 @@ SCHEMAS: dict[str, str] = {
 }
 
 
-def weak_ref_tensor(tensor):
-    """A tensor on the same memory that does not keep it alive (the compiled op's from_blob):
-    CUDA graph capture keeps its outputs so, and the graph's pool owns the memory. Makes no
-    allocation, so it is safe inside a capture."""
+def borrowed(tensor, device):
+    """A tensor on `tensor`'s memory, addressed from `device`, that does not own it (the
+    compiled ops' from_blob). Makes no allocation, so it is safe inside a CUDA graph capture."""
     import torch
 
     storage = tensor.untyped_storage()
-    borrowed = torch._C._construct_storage_from_data_pointer(
-        storage.data_ptr(), tensor.device, storage.nbytes()
+    memory = torch._C._construct_storage_from_data_pointer(
+        storage.data_ptr(), device, storage.nbytes()
     )
-    alias = torch.empty(0, dtype=tensor.dtype, device=tensor.device)
-    return alias.set_(borrowed, tensor.storage_offset(), tensor.size(), tensor.stride())
+    alias = torch.empty(0, dtype=tensor.dtype, device=device)
+    return alias.set_(memory, tensor.storage_offset(), tensor.size(), tensor.stride())
+
+
+def weak_ref_tensor(tensor):
+    """An alias that does not keep the memory alive: CUDA graph capture keeps its outputs so,
+    and the graph's pool owns the memory."""
+    return borrowed(tensor, tensor.device)
 
 
 def get_cuda_view_from_cpu_tensor(cpu_tensor):
@@ -135,13 +140,7 @@ def get_cuda_view_from_cpu_tensor(cpu_tensor):
     page's device address is its host address, so the view is that address on the GPU."""
     import torch
 
-    device = torch.device("cuda", torch.cuda.current_device())
-    storage = cpu_tensor.untyped_storage()
-    borrowed = torch._C._construct_storage_from_data_pointer(
-        storage.data_ptr(), device, storage.nbytes()
-    )
-    view = torch.empty(0, dtype=cpu_tensor.dtype, device=device)
-    return view.set_(borrowed, cpu_tensor.storage_offset(), cpu_tensor.size(), cpu_tensor.stride())
+    return borrowed(cpu_tensor, torch.device("cuda", torch.cuda.current_device()))
 
 
 def silu_and_mul(result, x) -> None:
