@@ -23,13 +23,13 @@ One xz archive of both folders is about 7 MB smaller than the wheels and the sou
 from __future__ import annotations
 
 import lzma
-import re
 import shutil
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
+from deps.__main__ import read as locked_versions
 from deps.pins import VLLM_VERSION
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,15 +77,10 @@ class BundleError(Exception):
     """The bundle could not be made; the message says why and what to do."""
 
 
-def locked_versions(lock: Path = REPO / "deps" / "engine.lock") -> dict[str, str]:
-    found = re.finditer(r"^([A-Za-z0-9_.\-]+)==(\S+)", lock.read_text(), re.M)
-    return {match[1].lower().replace("_", "-"): match[2] for match in found}
-
-
 def install_wheels(into: Path, names: tuple[str, ...] = WHEELS) -> None:
     """Each name at the lock's version, installed into `into` as pip installs it for
     CPython 3.12 on manylinux x86_64 (wheels only, from the index)."""
-    versions = locked_versions()
+    versions = locked_versions("engine")
     if missing := [name for name in names if name not in versions]:
         raise BundleError(f"deps/engine.lock holds no version of {missing}; lock them first")
     platforms = [argument for platform in PLATFORMS for argument in ("--platform", platform)]
@@ -102,15 +97,12 @@ def install_wheels(into: Path, names: tuple[str, ...] = WHEELS) -> None:
 
 def patched_source(cuda_source: Path, into: Path) -> list[str]:
     """The CUDA wheel's vllm/ copied to `into` with every patch applied; the patches' lines."""
-    from vllm_patches import apply_patch, patches
+    from vllm_patches import apply_all
 
     shutil.copytree(cuda_source / "vllm", into / "vllm", dirs_exist_ok=True)
     for part in PRUNED:
         shutil.rmtree(into / "vllm" / part)
-    return [
-        f"{patch.name}: {'applied' if apply_patch(patch, into / 'vllm') else 'already applied'}"
-        for patch in patches()
-    ]
+    return apply_all(into / "vllm")
 
 
 def dist_info(into: Path, name: str, version: str, entry_points: str = "") -> None:

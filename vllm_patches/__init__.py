@@ -127,7 +127,12 @@ def apply(root: Path | None = None) -> list[str]:
             f"vllm_patches are for vLLM {VLLM_VERSION}, and this Python has "
             f"{version or 'no vLLM'}; install vLLM {VLLM_VERSION}, or port the patches."
         )
-    root = root or vllm_root()
+    return apply_all(root or vllm_root())
+
+
+def apply_all(root: Path) -> list[str]:
+    """Apply every patch to the vLLM source under `root` (its `vllm/` package folder); the
+    lines to print."""
     return [
         f"{patch.name}: {'applied' if apply_patch(patch, root) else 'already applied'}"
         for patch in patches()

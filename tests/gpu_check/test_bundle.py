@@ -156,7 +156,7 @@ def test_without_a_gpu_run_sh_says_so_in_one_sentence(tmp_path):
 
 
 def test_the_wheels_are_locked_and_the_limit_is_the_device_machines():
-    versions = bundle.locked_versions()
+    versions = bundle.locked_versions("engine")
     assert all(name in versions for name in bundle.WHEELS)
     assert bundle.LIMIT_BYTES == 64 * 2**20
     assert bundle.repository_bytes() < bundle.LIMIT_BYTES
