@@ -1,12 +1,14 @@
 """The benchmark's configurations on this machine: the default for a head, the demo engine's
-settings, and `LocalContainer`, the host container that serves one configuration (the
-vocabulary is harness.configurations') on a demo tree."""
+settings, `LocalContainer`, the host container that serves one configuration (the
+vocabulary is harness.configurations') on a demo tree, and `up_together`, several of them
+started at once."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from harness.configurations import (
@@ -15,6 +17,7 @@ from harness.configurations import (
     Configuration,
     parse_configuration,
 )
+from harness.cores import next_core
 from harness.demo_engine import DEMO_ENGINE
 from harness.host import HostContainer, host_environment, served_dtype
 from harness.paths import default_opt_ml_root
@@ -72,3 +75,19 @@ class LocalContainer(HostContainer):
             settings["SM_VLLM_SPECULATIVE_CONFIG"] = json.dumps(speculative)
         env = host_environment(enforce_eager, **{**settings, **(extra_env or {})})
         super().__init__(configuration.name, env, port, log_path)
+
+
+@contextlib.contextmanager
+def up_together(containers: Mapping[str, LocalContainer]) -> Iterator[Mapping[str, LocalContainer]]:
+    """Every container started at once, each engine on a core of its own where the machine has
+    enough (harness.cores; vLLM's own `auto` binds them all to one, where on 2 cores one
+    engine's request waited over a minute for the CPU), and ready; all stopped on the way out,
+    each even when stopping another fails."""
+    with contextlib.ExitStack() as stopping:
+        for container in containers.values():
+            container.env = next_core(container.env)
+            stopping.callback(container.stop)
+            container.start()
+        for name, container in containers.items():
+            print(f"[{name}] ready after {container.wait_ready():.0f} s", flush=True)
+        yield containers

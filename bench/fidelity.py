@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Iterator, Mapping
-from contextlib import ExitStack
 from typing import Any
 
-from bench.configuration import LocalContainer
+from bench.configuration import LocalContainer, up_together
 from bench.grammar_probe import CALL_KINDS, COUNT, KINDS, MAX_TOKENS, Prober, Tally
 from bench.options import add_local_command, configuration_of
 from bench.report import markdown, write_json
@@ -88,21 +86,17 @@ def started(
     args: argparse.Namespace, configuration: Configuration, variants: Mapping[str, dict]
 ) -> Iterator[tuple[str, str]]:
     """(variant, URL) for a container of each structured-outputs config, all up together."""
-    with ExitStack() as stack:
-        containers = {}
-        for index, (name, config) in enumerate(variants.items()):
-            container = LocalContainer(
-                configuration,
-                opt_ml_root=args.opt_ml_root.absolute(),
-                log_path=args.out_dir / "logs" / f"fidelity-{index}.log",
-                enforce_eager=args.enforce_eager,
-                extra_env={STRUCTURED_OUTPUTS_CONFIG_VAR: json.dumps(config)},
-            )
-            stack.enter_context(container.start())
-            containers[name] = container
-        for name, container in containers.items():
-            print(f"starting {name} on {container.url} ...", file=sys.stderr, flush=True)
-            container.wait_ready()
+    containers = {
+        name: LocalContainer(
+            configuration,
+            opt_ml_root=args.opt_ml_root.absolute(),
+            log_path=args.out_dir / "logs" / f"fidelity-{index}.log",
+            enforce_eager=args.enforce_eager,
+            extra_env={STRUCTURED_OUTPUTS_CONFIG_VAR: json.dumps(config)},
+        )
+        for index, (name, config) in enumerate(variants.items())
+    }
+    with up_together(containers):
         for name, container in containers.items():
             yield name, container.url
 

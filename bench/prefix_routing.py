@@ -25,7 +25,7 @@ import httpx
 
 from bench import report
 from bench.compare import compare
-from bench.configuration import LocalContainer
+from bench.configuration import LocalContainer, up_together
 from bench.options import add_local_args, add_out_dir, add_rounds, drafter_of
 from bench.report import markdown
 from bench.stats import ms, percentile
@@ -156,18 +156,17 @@ def two_containers(args: argparse.Namespace):
         yield args.url
         return
     configuration = parse_configuration(args.start, drafter_of(args))
-    with contextlib.ExitStack() as stack:
-        urls = []
-        for number in (1, 2):
-            container = LocalContainer(
-                configuration, opt_ml_root=args.opt_ml_root.absolute(),
-                log_path=args.out_dir / "logs" / f"prefix-{number}.log",
-                enforce_eager=args.enforce_eager,
-            )  # fmt: skip
-            stack.enter_context(container.start())
-            container.wait_ready()
-            urls.append(container.url)
-        yield urls
+    containers = {
+        f"prefix-{number}": LocalContainer(
+            configuration,
+            opt_ml_root=args.opt_ml_root.absolute(),
+            log_path=args.out_dir / "logs" / f"prefix-{number}.log",
+            enforce_eager=args.enforce_eager,
+        )  # fmt: skip
+        for number in (1, 2)
+    }
+    with up_together(containers):
+        yield [container.url for container in containers.values()]
 
 
 def command(args: argparse.Namespace) -> int:

@@ -1,23 +1,20 @@
 """Containers measured side by side: all up together, the same requests sent to each in
 turn, round after round, so a noisy machine weighs on all alike, and each figure taken as the
 median over the rounds (the loop is `bench.compare`'s). `compare` measures its variants this
-way; the sweep, its configurations; crossover, each K. Each engine gets a core of its own where
-the machine has enough (harness.cores): left to bind themselves, all would share one.
+way; the sweep, its configurations; crossover, each K.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Mapping, Sequence
 from statistics import median
 from typing import Any
 
 from bench.compare import compare_async
-from bench.configuration import LocalContainer
+from bench.configuration import LocalContainer, up_together
 from bench.run import run_level, warm_up
 from bench.targets import UrlTarget
-from harness.cores import next_core
 
 # The figures compared, and their titles.
 FIGURES = {
@@ -51,16 +48,9 @@ def measure_side_by_side(
     levels: Sequence[int],
     rounds: int,
 ) -> dict[str, dict[int, list[dict[str, Any]]]]:
-    """Start every container, each engine on a core of its own unless this shell binds them,
-    measure them all in interleaved rounds, stop them all."""
-    with contextlib.ExitStack() as stopping:
-        for container in containers.values():
-            container.env = next_core(container.env)
-            # Each stopped on the way out, even when stopping another one fails.
-            stopping.callback(container.stop)
-            container.start()
-        for name, container in containers.items():
-            print(f"[{name}] ready after {container.wait_ready():.0f} s", flush=True)
+    """Start every container (`up_together`), measure them all in interleaved rounds, stop
+    them all."""
+    with up_together(containers):
 
         async def all_of_them() -> dict[str, dict[int, list[dict[str, Any]]]]:
             targets = {

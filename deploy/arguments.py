@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from deploy.deploy_options import add_deploy, percent
+from deploy.deploy_options import CHANGE_DRY_RUN, add_deploy, add_sending_options, percent
 from deploy.training_job import DEFAULT_TRAINING_INSTANCE
 
 # Batch Transform's instance list lags the endpoints' (no ml.g7e in botocore's model yet).
@@ -84,8 +84,7 @@ def add_endpoint_commands(commands, common: argparse.ArgumentParser) -> None:
         help="delete the endpoint and everything deploy made for it",
     )
     remove.add_argument("--name", required=True, help="endpoint name")
-    remove.add_argument("--dry-run", action="store_true", help="print the requests, send none")
-    remove.add_argument("--poll-seconds", type=float, default=30.0, help=argparse.SUPPRESS)
+    add_sending_options(remove)
 
 
 def add_head_rollout(commands, common: argparse.ArgumentParser) -> None:
@@ -108,7 +107,7 @@ def add_head_rollout(commands, common: argparse.ArgumentParser) -> None:
         help="share of live requests copied to the shadow (%(default)s)",
     )
     shadow.add_argument("--remove", action="store_true", help="drop the shadow variant")
-    add_change_options(shadow)
+    add_sending_options(shadow, CHANGE_DRY_RUN)
 
     promote = commands.add_parser(
         "promote",
@@ -118,7 +117,7 @@ def add_head_rollout(commands, common: argparse.ArgumentParser) -> None:
         "shadow variant.",
     )
     promote.add_argument("--name", required=True, help="endpoint name")
-    add_change_options(promote)
+    add_sending_options(promote, CHANGE_DRY_RUN)
 
     compare = commands.add_parser(
         "compare",
@@ -180,8 +179,7 @@ def add_train_head(commands, common: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="any other of the trainer's hyperparameters; repeatable",
     )
-    train.add_argument("--dry-run", action="store_true", help="print the request, send none")
-    train.add_argument("--poll-seconds", type=float, default=60.0, help=argparse.SUPPRESS)
+    add_sending_options(train, "print the request, send none", poll_seconds=60.0)
 
 
 def add_transform(commands, common: argparse.ArgumentParser) -> None:
@@ -232,14 +230,4 @@ def add_transform(commands, common: argparse.ArgumentParser) -> None:
         default="none",
         help="input: each output line is the input record with the answer under SageMakerOutput",
     )
-    transform.add_argument("--dry-run", action="store_true", help="print the requests, send none")
-    transform.add_argument("--poll-seconds", type=float, default=30.0, help=argparse.SUPPRESS)
-
-
-def add_change_options(command: argparse.ArgumentParser) -> None:
-    command.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="read the endpoint, print the requests that change it, send none",
-    )
-    command.add_argument("--poll-seconds", type=float, default=30.0, help=argparse.SUPPRESS)
+    add_sending_options(transform)

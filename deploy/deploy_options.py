@@ -1,5 +1,6 @@
 """The deploy command's options: what it serves, on what, how it scales, asynchronous
-inference, and the guard an update to an existing endpoint goes through."""
+inference, and the guard an update to an existing endpoint goes through; and the two that
+every command sending requests shares (--dry-run, --poll-seconds)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,20 @@ from deploy.plan import (
     DEFAULT_INSTANCE_TYPE,
     DEFAULT_NUM_SPECULATIVE_TOKENS,
 )
+
+CHANGE_DRY_RUN = "read the endpoint, print the requests that change it, send none"
+
+
+def add_sending_options(
+    command: argparse.ArgumentParser,
+    dry_run: str = "print the requests, send none",
+    poll_seconds: float = 30.0,
+    poll_help: str = argparse.SUPPRESS,
+) -> None:
+    """--dry-run (what it prints) and --poll-seconds (how often a wait polls), as every
+    command that sends requests takes them."""
+    command.add_argument("--dry-run", action="store_true", help=dry_run)
+    command.add_argument("--poll-seconds", type=float, default=poll_seconds, help=poll_help)
 
 
 def add_deploy(commands, common: argparse.ArgumentParser) -> None:
@@ -32,14 +47,11 @@ def add_deploy(commands, common: argparse.ArgumentParser) -> None:
     add_async_options(deploy)
     add_guard_options(deploy)
     routing.add_options(deploy)
-    deploy.add_argument("--dry-run", action="store_true", help="print the requests, send none")
+    add_sending_options(deploy, poll_help="status poll interval (%(default)s)")
     deploy.add_argument(
         "--update",
         action="store_true",
         help="with --dry-run: print the requests that roll an existing endpoint onto the head",
-    )
-    deploy.add_argument(
-        "--poll-seconds", type=float, default=30.0, help="status poll interval (%(default)s)"
     )
 
 

@@ -8,7 +8,6 @@ import json
 import time
 from collections.abc import Iterator
 
-import boto3
 import httpx
 import pytest
 from moto.server import ThreadedMotoServer
@@ -19,7 +18,7 @@ from local_runtime.app import Runtime, create_app
 from local_runtime.async_inference import AsyncInvocations
 from tests.support.cli import run_cli
 from tests.support.in_process import serving
-from tests.support.local_runtime import runtime_client
+from tests.support.local_runtime import local_client, runtime_client
 
 CHAT = {
     "messages": [{"role": "user", "content": "def fibonacci(n):"}],
@@ -29,22 +28,12 @@ CHAT = {
 BUCKET = "async-demo"
 
 
-def s3_client(url: str):
-    return boto3.client(
-        "s3",
-        endpoint_url=url,
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-    )
-
-
 @pytest.fixture(scope="module")
 def s3() -> Iterator:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
-    client = s3_client(f"http://{host}:{port}")
+    client = local_client("s3", f"http://{host}:{port}")
     client.create_bucket(Bucket=BUCKET)
     yield client
     for item in client.list_objects_v2(Bucket=BUCKET).get("Contents", []):

@@ -24,13 +24,18 @@ def local_runtime(
     return serving(create_app(Runtime(container_url, **options)))
 
 
-def runtime_client(url: str):
-    # Dummy credentials and no retries: every call reaches the runtime exactly once.
+def local_client(service: str, url: str):
+    """boto3's client for `service` at `url`, a local stand-in (this runtime, moto's S3), with
+    dummy credentials and no retries: every call reaches it exactly once."""
     return boto3.client(
-        "sagemaker-runtime",
+        service,
         endpoint_url=url,
         region_name="us-east-1",
         aws_access_key_id="local",
         aws_secret_access_key="local",
         config=Config(retries={"total_max_attempts": 1}, read_timeout=120),
     )
+
+
+def runtime_client(url: str):
+    return local_client("sagemaker-runtime", url)
