@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from bench.acceptance import acceptance_per_position, parse_counters
 from bench.compare import compare as side_by_side
-from bench.configuration import LocalContainer
+from bench.configuration import LocalContainer, up_together
 from harness.configurations import Configuration, parse_configuration
 from serving import paths
 from workloads import agent
@@ -129,23 +129,15 @@ def compare(
         containers[NO_SPECULATION] = LocalContainer(none, first, log_path=out / "compare-none.log")
     levels = [(concurrency, workload) for concurrency in concurrencies for workload in workloads]
     total = sum(len(workloads[workload][0]) for _, workload in levels) * len(containers) * rounds
-    try:
-        for container in containers.values():
-            container.start()
-        for container in containers.values():
-            container.wait_ready()
-        with tqdm(total=total, desc="compare ", unit="req") as progress:
+    with up_together(containers), tqdm(total=total, desc="compare ", unit="req") as progress:
 
-            def one(name: str, level: tuple[int, str], round_number: int) -> dict[str, Any]:
-                concurrency, workload = level
-                items, send = workloads[workload]
-                return measure(containers[name].url, items, send, concurrency, progress)
+        def one(name: str, level: tuple[int, str], round_number: int) -> dict[str, Any]:
+            concurrency, workload = level
+            items, send = workloads[workload]
+            return measure(containers[name].url, items, send, concurrency, progress)
 
-            # A B B A, so that each head leads as often.
-            measured = side_by_side(one, list(containers), levels, rounds, order="abba")
-    finally:
-        for container in containers.values():
-            container.stop()
+        # A B B A, so that each head leads as often.
+        measured = side_by_side(one, list(containers), levels, rounds, order="abba")
     runs = {
         (workload, concurrency, name): measured[name][(concurrency, workload)]
         for concurrency, workload in levels

@@ -26,7 +26,7 @@ import httpx
 
 from bench import report
 from bench.client import RequestResult
-from bench.configuration import LocalContainer
+from bench.configuration import LocalContainer, up_together
 from bench.options import (
     add_local_command,
     add_prompt_args,
@@ -40,7 +40,6 @@ from bench.targets import UrlTarget
 from deploy import container_figures
 from harness.configurations import Configuration
 from harness.container import free_port
-from harness.cores import next_core
 from harness.heads import random_head_tree
 from harness.paths import REPO_ROOT
 from serving import paths
@@ -185,21 +184,16 @@ def measure(
     """The rehearsal with `shadow_root`'s head as the shadow (a random head when None), then
     the shadow's cost over `rounds` rounds (left out at 0)."""
     bad_tree = shadow_root or random_head_tree(opt_ml_root, out_dir / "random-head")
-    # Both engines serve at once: each on a core of its own (harness/cores.py), as each has
+    # Both engines serve at once: each on a core of its own (up_together), as each has
     # instances of its own on SageMaker.
-    good = LocalContainer(
-        configuration, opt_ml_root, out_dir / "logs" / "production.log", extra_env=next_core({})
-    )
+    good = LocalContainer(configuration, opt_ml_root, out_dir / "logs" / "production.log")
     bad = LocalContainer(
         replace(configuration, drafter=paths.channel_dir(bad_tree)),
         bad_tree,
         out_dir / "logs" / "shadow.log",
-        extra_env=next_core({"SERVING_VARIANT_NAME": "Shadow"}),
+        extra_env={"SERVING_VARIANT_NAME": "Shadow"},
     )
-    with good.start(), bad.start():
-        print("starting the production and shadow containers ...", file=sys.stderr, flush=True)
-        good.wait_ready()
-        bad.wait_ready()
+    with up_together({"production": good, "shadow": bad}):
         rehearsal = rehearse(good.url, bad.url, rehearsal_payloads, out_dir, sample)
         print(rehearsal["comparison"], file=sys.stderr, flush=True)
         costs = (
