@@ -11,7 +11,8 @@ worker, runnable on that core, ran 0.1% of the time for minutes and never became
 engine is a session and an autogroup of its own, and the kernel weighs a group on a core by
 the load it has there: our reading of why the newcomer got almost nothing.
 `next_core()` hands this machine's cores out in turn, one per engine, unless a binding was
-chosen.
+chosen: to the suite's shared containers (tests/support/containers.py) and to the containers a
+study starts together (bench.configuration.up_together).
 """
 
 from __future__ import annotations
