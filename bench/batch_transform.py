@@ -18,12 +18,12 @@ from typing import Any
 
 import httpx
 
-from bench.configuration import LocalContainer
 from bench.options import (
     add_local_command,
     add_prompt_args,
     configuration_of,
     int_list,
+    local_container,
     sampled_payloads,
 )
 from bench.report import markdown
@@ -212,11 +212,10 @@ def command(args: argparse.Namespace) -> int:
     configuration = configuration_of(args)
     # Whole answers both ways: a transform's records cannot stream.
     payloads = sampled_payloads(args, stream=False)
-    container = LocalContainer(
+    container = local_container(
+        args,
         configuration,
-        opt_ml_root=args.opt_ml_root.absolute(),
-        log_path=args.out_dir / "logs" / "transform.log",
-        enforce_eager=args.enforce_eager,
+        "transform",
         extra_env={
             "SAGEMAKER_BATCH": "true",
             "SAGEMAKER_MAX_PAYLOAD_IN_MB": str(max(args.big_body_mb + 1, 6)),

@@ -12,7 +12,7 @@ from statistics import median
 from typing import Any
 
 from bench import envelope
-from bench.configuration import LocalContainer, trained_depth
+from bench.configuration import trained_depth
 from bench.envelope import (
     DEFAULT_CONCURRENCY,
     DEFAULT_K,
@@ -29,6 +29,7 @@ from bench.options import (
     add_rounds,
     drafter_of,
     int_list,
+    local_container,
     sampled_payloads,
     settings_of,
 )
@@ -136,11 +137,10 @@ def measure_local(
 
     drafter = drafter_of(args)
     containers = {
-        name_of(k): LocalContainer(
+        name_of(k): local_container(
+            args,
             Configuration("peagle", k, drafter) if k else Configuration("none"),
-            opt_ml_root=args.opt_ml_root.absolute(),
-            log_path=args.out_dir / "logs" / f"crossover-{name_of(k)}.log",
-            enforce_eager=args.enforce_eager,
+            f"crossover-{name_of(k)}",
         )
         for k in [0, *ks]
     }
@@ -170,13 +170,7 @@ def verify_locally(
         ),
     }
     containers = {
-        name: LocalContainer(
-            configuration,
-            opt_ml_root=args.opt_ml_root.absolute(),
-            log_path=args.out_dir / "logs" / f"verify-{name}.log",
-            enforce_eager=args.enforce_eager,
-            extra_env=extra,
-        )
+        name: local_container(args, configuration, f"verify-{name}", extra)
         for name, (configuration, extra) in variants.items()
     }
     measured = measure_side_by_side(containers, payloads, args.concurrency, args.rounds)

@@ -9,9 +9,9 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from bench.configuration import LocalContainer, up_together
+from bench.configuration import up_together
 from bench.grammar_probe import CALL_KINDS, COUNT, KINDS, MAX_TOKENS, Prober, Tally
-from bench.options import add_local_command, configuration_of
+from bench.options import add_local_command, configuration_of, local_container
 from bench.report import markdown, write_json
 from harness.configurations import Configuration
 from serving import paths
@@ -87,11 +87,10 @@ def started(
 ) -> Iterator[tuple[str, str]]:
     """(variant, URL) for a container of each structured-outputs config, all up together."""
     containers = {
-        name: LocalContainer(
+        name: local_container(
+            args,
             configuration,
-            opt_ml_root=args.opt_ml_root.absolute(),
-            log_path=args.out_dir / "logs" / f"fidelity-{index}.log",
-            enforce_eager=args.enforce_eager,
+            f"fidelity-{index}",
             extra_env={STRUCTURED_OUTPUTS_CONFIG_VAR: json.dumps(config)},
         )
         for index, (name, config) in enumerate(variants.items())

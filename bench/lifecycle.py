@@ -27,7 +27,7 @@ import httpx
 
 from bench import report
 from bench.configuration import LocalContainer
-from bench.options import add_local_command, configuration_of
+from bench.options import add_local_command, configuration_of, local_container
 from harness.container import Container, free_port
 from harness.docker import DockerContainer
 from image_build.build import CPU_IMAGE
@@ -180,9 +180,7 @@ def measure(args: argparse.Namespace, docker: str | None) -> dict[str, Any]:
         "SERVING_ENGINE_NICE": "0",
     }
     opt_ml_root, log_dir = args.opt_ml_root.absolute(), args.out_dir / "logs"
-    host = LocalContainer(
-        configuration, opt_ml_root, log_path=log_dir / "lifecycle-host.log", extra_env=settings
-    )
+    host = local_container(args, configuration, "lifecycle-host", settings)
     results: dict[str, Any] = {
         "configuration": configuration.name,
         "host": host_life(host, log_dir),

@@ -213,6 +213,25 @@ def add_local_args(group: Any) -> None:
     )
 
 
+def local_container(
+    args: argparse.Namespace,
+    configuration: Configuration,
+    log_name: str,
+    extra_env: dict[str, str] | None = None,
+    port: int | None = None,
+) -> LocalContainer:
+    """A container of `configuration` on the command's --opt-ml-root, compiled or not as
+    --no-enforce-eager says, its log OUT_DIR/logs/LOG_NAME.log."""
+    return LocalContainer(
+        configuration,
+        opt_ml_root=args.opt_ml_root.absolute(),
+        log_path=args.out_dir / "logs" / f"{log_name}.log",
+        enforce_eager=args.enforce_eager,
+        extra_env=extra_env,
+        port=port,
+    )
+
+
 def drafter_of(args: argparse.Namespace) -> Path:
     return (args.drafter or paths.channel_dir(args.opt_ml_root)).absolute()
 
@@ -236,14 +255,7 @@ def serving_target(args: argparse.Namespace) -> Iterator[tuple[str | None, Conta
     extra_env = {}
     if args.max_concurrent_requests:
         extra_env["MAX_CONCURRENT_REQUESTS"] = str(args.max_concurrent_requests)
-    container = LocalContainer(
-        configuration,
-        opt_ml_root=args.opt_ml_root.absolute(),
-        log_path=args.out_dir / "logs" / f"{configuration.name}.log",
-        enforce_eager=args.enforce_eager,
-        extra_env=extra_env,
-        port=args.port,
-    )
+    container = local_container(args, configuration, configuration.name, extra_env, args.port)
     with container.start():
         print(f"starting {configuration.name} on {container.url} ...", file=sys.stderr, flush=True)
         ready_after = container.wait_ready()

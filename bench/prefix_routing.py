@@ -25,8 +25,8 @@ import httpx
 
 from bench import report
 from bench.compare import compare
-from bench.configuration import LocalContainer, up_together
-from bench.options import add_local_args, add_out_dir, add_rounds, drafter_of
+from bench.configuration import up_together
+from bench.options import add_local_args, add_out_dir, add_rounds, drafter_of, local_container
 from bench.report import markdown
 from bench.stats import ms, percentile
 from bench.targets import UrlTarget
@@ -157,12 +157,7 @@ def two_containers(args: argparse.Namespace):
         return
     configuration = parse_configuration(args.start, drafter_of(args))
     containers = {
-        f"prefix-{number}": LocalContainer(
-            configuration,
-            opt_ml_root=args.opt_ml_root.absolute(),
-            log_path=args.out_dir / "logs" / f"prefix-{number}.log",
-            enforce_eager=args.enforce_eager,
-        )  # fmt: skip
+        f"prefix-{number}": local_container(args, configuration, f"prefix-{number}")
         for number in (1, 2)
     }
     with up_together(containers):
