@@ -9,6 +9,7 @@ import json
 import pytest
 
 from deploy.clients import Connection
+from deploy.training_job import METRIC_DEFINITIONS
 from tests.support.cli import fails, run_cli
 from tests.support.deploy import (
     ACCOUNT_ARN,
@@ -55,21 +56,7 @@ def expected_job(**changes) -> dict:
         "AlgorithmSpecification": {
             "TrainingImage": IMAGE,
             "TrainingInputMode": "File",
-            "MetricDefinitions": [
-                {"Name": "validation:loss", "Regex": r"peagle_validation_loss_epoch=([0-9.eE+-]+)"},
-                {
-                    "Name": "validation:full_accuracy",
-                    "Regex": r"peagle_validation_full_acc_epoch=([0-9.eE+-]+)",
-                },
-                {
-                    "Name": "held_out:acceptance_length",
-                    "Regex": r"peagle_held_out_acceptance_length=([0-9.eE+-]+)",
-                },
-                {
-                    "Name": "replay:acceptance_length",
-                    "Regex": r"peagle_replay_acceptance_length=([0-9.eE+-]+)",
-                },
-            ],
+            "MetricDefinitions": METRIC_DEFINITIONS,
         },
         "RoleArn": ROLE,
         "InputDataConfig": [

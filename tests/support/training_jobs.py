@@ -1,13 +1,16 @@
 """A SageMaker Training tree (/opt/ml) for the head trainer's tests, on the host or mounted
 into the training image: the quick demo target as the `target` channel, conversations of the
-kind it was trained on as the `train` channel, and hyperparameters.json."""
+kind it was trained on as the `train` channel, and hyperparameters.json; and the figures
+SageMaker graphs from a job's log."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
+from deploy.training_job import METRIC_DEFINITIONS
 from harness.paths import QUICK_DEMO_ROOT
 from model_data_sources.corpus import build_corpus
 from serving import paths
@@ -48,3 +51,14 @@ def code_chats(count: int) -> list[dict]:
         }
         for sample in samples
     ]
+
+
+def graphed_metrics(log: str) -> dict[str, float]:
+    """What SageMaker graphs for a job whose log is `log`: each of deploy's MetricDefinitions
+    that matches, at its last match (the job's final figure)."""
+    graphed = {}
+    for definition in METRIC_DEFINITIONS:
+        matches = re.findall(definition["Regex"], log)
+        if matches:
+            graphed[definition["Name"]] = float(matches[-1])
+    return graphed

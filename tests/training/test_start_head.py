@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 
 from harness.paths import QUICK_DEMO_ROOT
 from serving import paths
-from tests.support.training_jobs import code_chats, job_tree
+from tests.support.training_jobs import code_chats, graphed_metrics, job_tree
 from tests.training.test_training_job import train
 from training import choice, start_head
 
@@ -119,6 +119,10 @@ def test_the_job_continues_the_head_keeps_the_share_asked_for_and_guards_replay(
     assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
     assert "starting from the head in the eagle channel" in finished.stdout
     report = json.loads((root / "model" / "training-report.json").read_text())
+    # SageMaker graphs the replay channel's acceptance too, read from the log.
+    assert graphed_metrics(finished.stdout)["replay:acceptance_length"] == pytest.approx(
+        report["replay"]["mean_acceptance_length"], rel=1e-5
+    )
     assert report["keep_start_head"] == 0.5
     assert report["replay_conversations"] == 48
     # Every tensor that training moved is halfway between the start head and the trained one.
