@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import threading
 import time
 
@@ -27,6 +26,7 @@ from tests.support.containers import (
     ImageContainer,
     demo_env,
 )
+from tests.support.image_runs import image_json, run_image
 from tests.support.interrupts import Background, interrupted
 from vllm_patches import patches, state
 
@@ -68,16 +68,6 @@ def docker(peagle) -> str:
     return peagle.docker
 
 
-def run_image(docker: str, image: str, *command: str, options: tuple[str, ...] = ()):
-    """`docker run --rm` with no network: `options` before the image, `command` after."""
-    return subprocess.run(
-        [docker, "run", "--rm", "--network", "none", *options, image, *command],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_p_eagle_drafts_are_accepted_in_the_image(client: httpx.Client, peagle):
     assert TRAINED, "make image-test runs the trained pair (make trained-model)"
     before = peagle.metric("vllm:spec_decode_num_accepted_tokens_total")
@@ -117,14 +107,12 @@ def test_the_images_vllm_carries_our_fixes(docker, image):
     # vllm_patches/ applied at build time (the patches themselves are not in the image): each
     # patched file of the image's vLLM, read here, holds its patch once.
     paths = sorted({patch.path for patch in patches()})
-    found = run_image(
-        docker, image, "python3", "-c",
+    texts = image_json(
+        docker, image,
         "import json, pathlib, sys, vllm; root = pathlib.Path(vllm.__file__).parent; "
         "print(json.dumps({path: (root / path).read_text() for path in sys.argv[1:]}))",
         *paths,
     )  # fmt: skip
-    assert found.returncode == 0, found.stderr[-2000:]
-    texts = json.loads(found.stdout.splitlines()[-1])
     assert {patch.name: state(patch, texts[patch.path]) for patch in patches()} == {
         patch.name: "applied" for patch in patches()
     }
@@ -135,16 +123,12 @@ def test_the_images_packages_are_the_lock(docker, image):
     (deps/), and our own package: what the host venv was tested with."""
     import deps.__main__ as deps
 
-    found = run_image(
-        docker, image, "python3", "-c",
+    distributions = image_json(
+        docker, image,
         "import importlib.metadata as m, json; "
         "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))",
     )  # fmt: skip
-    assert found.returncode == 0, found.stderr[-2000:]
-    installed = {
-        deps.canonicalize_name(name): version
-        for name, version in json.loads(found.stdout.splitlines()[-1]).items()
-    }
+    installed = {deps.canonicalize_name(name): version for name, version in distributions.items()}
     assert installed.pop("sagemaker-vllm-peagle", None), "our package is not in the image"
     wanted = deps.locked(("bootstrap", "torch", "engine"))
     assert deps.differences(installed, wanted) == []

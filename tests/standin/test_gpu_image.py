@@ -11,7 +11,6 @@ says so and what to do, and no stack.
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pytest
 from model_data_sources import public_shapes
 from serving import exit_codes
 from tests.support.containers import DEMO_ROOT, PEAGLE_CONFIG
+from tests.support.image_runs import image_json, run_image
 from vllm_patches import patches, state
 
 # tool-call parser, reasoning parser (None: none), per public pair
@@ -33,15 +33,6 @@ PARSERS = {
 SOURCES = "additional-model-data-sources"
 
 
-def run_image(docker: str, image: str, *command: str, options: tuple[str, ...] = ()):
-    return subprocess.run(
-        [docker, "run", "--rm", "--network", "none", *options, image, *command],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 def mounted(root: Path, config: dict) -> tuple[str, ...]:
     return (
         "--volume", f"{root / 'model'}:/opt/ml/model:ro",
@@ -52,16 +43,14 @@ def mounted(root: Path, config: dict) -> tuple[str, ...]:
 
 def test_the_image_runs_vllms_cuda_build_with_our_fixes(docker, image):
     paths = sorted({patch.path for patch in patches()})
-    found = run_image(
-        docker, image, "python3", "-c",
+    vllm_version, torch_version, cuda, texts = image_json(
+        docker, image,
         "import importlib.metadata as m, json, pathlib, sys, torch, vllm; "
         "root = pathlib.Path(vllm.__file__).parent; "
         "print(json.dumps([m.version('vllm'), torch.__version__, torch.version.cuda, "
         "{path: (root / path).read_text() for path in sys.argv[1:]}]))",
         *paths,
     )  # fmt: skip
-    assert found.returncode == 0, found.stderr[-2000:]
-    vllm_version, torch_version, cuda, texts = json.loads(found.stdout.splitlines()[-1])
     assert vllm_version == "0.32.0" and torch_version.startswith("2.13.0") and cuda
     assert "+cpu" not in torch_version
     states = {patch.name: state(patch, texts[patch.path]) for patch in patches()}
