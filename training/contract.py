@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from training.precision import CHOICES as PRECISIONS
+
 # Tests and `make train-head-demo` on the host point this at a tree of their own.
 ROOT_VAR = "SM_TRAINING_ROOT"
 DEFAULT_ROOT = Path("/opt/ml")
@@ -103,6 +105,13 @@ class Hyperparameters:
     # default); target: it drafts with the target's, frozen, and ships none (vLLM shares
     # the target's), which keeps a head of a large-vocabulary target small.
     embeddings: str = "train"
+    # What the passes compute in (precision.py): auto is bfloat16 where the hardware has it
+    # natively (any recent GPU, a CPU with AVX512-BF16 or AMX), else float32. Master weights
+    # stay float32 either way.
+    precision: str = "auto"
+    # Checkpoints written per epoch, each one a point a stopped job (a spot interruption, a
+    # part of a long recipe) resumes from, mid-epoch included.
+    checkpoints_per_epoch: int = 1
 
     LIMITS = {
         "num_speculative_tokens": (1, 32),
@@ -117,11 +126,13 @@ class Hyperparameters:
         "replay_max_loss": (0.0, 1.0),
         "seed": (0, 2**31 - 1),
         "draft_vocab_size": (0, 1 << 20),
+        "checkpoints_per_epoch": (1, 1000),
     }
     CHOICES = {
         "loss": ("kl_div", "rkl", "jsd", "ce", "tv", "nla", "lk_hybrid"),
         "speculator_type": ("peagle", "eagle3"),
         "embeddings": ("train", "target"),
+        "precision": PRECISIONS,
     }
 
     @classmethod

@@ -35,13 +35,11 @@ def apply() -> None:
 
 
 # Flags for the trainer on CPU: flex attention has no CPU backward, the fused loss needs
-# Triton, spawned data workers only cost memory on two cores, and float32 hidden states keep
-# autocast out of the way.
+# Triton, and spawned data workers only cost memory on two cores.
 TRAIN_FLAGS = [
     "--draft-attn-impl", "sdpa",
     "--loss-implementation", "eager",
     "--num-workers", "0",
-    "--hidden-states-dtype", "float32",
 ]  # fmt: skip
 
 

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from training import choice, cpu_shims, hidden_states, regenerate, rows, start_head
+from training import choice, cpu_shims, hidden_states, precision, regenerate, rows, start_head
 from training.contract import (
     HEAD_CHANNEL,
     HEAD_CONFIG,
@@ -91,6 +91,9 @@ def train_argv(
         "--loss-fn", hp.loss,
         # The same layers hidden_states.py wrote (speculators' default fails below 8 layers).
         "--target-layer-ids", *[str(i) for i in aux_ids],
+        # speculators' autocast dtype, and the dtype the hidden states are read in.
+        "--hidden-states-dtype", precision.resolve(hp.precision),
+        "--checkpoint-freq", f"{1 / hp.checkpoints_per_epoch:.6g}",
     ]  # fmt: skip
     if hp.draft_vocab_size:
         argv += ["--draft-vocab-size", str(hp.draft_vocab_size)]

@@ -178,3 +178,32 @@ def test_a_peagle_head_on_the_targets_embeddings_ships_without_them_and_drafts(t
     assert "embed_tokens.weight" not in names and {"d2t", "t2d", "mask_hidden"} <= names
     report = json.loads((head / "training-report.json").read_text())
     assert report["held_out"]["mean_acceptance_length"] > 1.0
+
+
+def test_a_job_trains_in_the_precision_asked_for_and_checkpoints_within_epochs() -> None:
+    hp = Hyperparameters.parse({"precision": "float32", "checkpoints_per_epoch": "4"})
+    argv = train_argv(Path("target"), [1, 2, 3], Path("data"), Path("save"), None, hp)
+    assert argv[argv.index("--hidden-states-dtype") + 1] == "float32"
+    assert argv[argv.index("--checkpoint-freq") + 1] == "0.25"
+    hp = Hyperparameters.parse({"precision": "bfloat16"})
+    argv = train_argv(Path("target"), [1, 2, 3], Path("data"), Path("save"), None, hp)
+    assert argv[argv.index("--hidden-states-dtype") + 1] == "bfloat16"
+    assert argv[argv.index("--checkpoint-freq") + 1] == "1"
+    with pytest.raises(ContractError, match="precision='fp16' is not one of auto, bfloat16"):
+        Hyperparameters.parse({"precision": "fp16"})
+
+
+@pytest.mark.parametrize("capability", ["avx2", None])
+def test_auto_precision_is_bfloat16_only_where_the_cpu_computes_in_it(capability) -> None:
+    """Where torch may not use AVX512 (ATEN_CPU_CAPABILITY=avx2, as the suite's limited-ISA
+    runs set), bfloat16 would be emulated: the job trains in float32 there."""
+    probe = "from training import precision; print(precision.resolve('auto'))"
+    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+    if capability:
+        env["ATEN_CPU_CAPABILITY"] = capability
+    resolved = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO_ROOT, env=env, capture_output=True, text=True
+    ).stdout.strip()
+    cpu_flags = Path("/proc/cpuinfo").read_text().split()
+    native = capability is None and ("avx512_bf16" in cpu_flags or "amx_bf16" in cpu_flags)
+    assert resolved == ("bfloat16" if native else "float32")
