@@ -53,6 +53,77 @@ def prose_prompts() -> list[str]:
     return prompts
 
 
+# Chat from elsewhere: questions written by hand, in the voice of people asking for themselves,
+# for held-out acceptance. No head's data holds them: the real pair's prompt generator
+# (model_data_sources/smollm2/prompt_bank.py) writes from templates of another kind.
+EVERYDAY_QUESTIONS = (
+    "My sourdough starter smells like nail polish remover. Did I kill it?",
+    "I have an interview tomorrow for a barista job and I've never worked in a cafe. Any advice?",
+    "My cat keeps knocking glasses off the table. Why do cats do that?",
+    "Is it rude to leave a group chat without saying anything?",
+    "I keep waking up at 4am and can't fall back asleep. What might help?",
+    "Can you help me write a birthday message for my grandmother who is turning 90?",
+    "We're planning a weekend in Lisbon with two kids. What should we not miss?",
+    "My manager said I'm 'not proactive enough'. How do I ask what she means?",
+    "Why does my bread come out dense every time?",
+    "I want to get into birdwatching but I live in a city apartment. Is that silly?",
+    "Should I pay off my student loan early or put the money in savings?",
+    "My teenage son only wants to play video games. How can I get him outside without a fight?",
+    "What's a good way to remember people's names at a party?",
+    "I spilled red wine on a wool rug. What do I do right now?",
+    "Explain to me like a friend would: why do airlines overbook flights?",
+    "I'm nervous about giving a toast at my sister's wedding. Can you help me start it?",
+    "How long can cooked rice stay in the fridge before it goes bad?",
+    "My laptop fan is really loud all the time. Should I be worried?",
+    "I've been learning Spanish for a year and still freeze when people talk to me. Tips?",
+    "Is it worth fixing a 12-year-old car or should I buy a new one?",
+    "Can you suggest a name for a small bakery that sells mostly cinnamon rolls?",
+    "What can I cook tonight with eggs, spinach, some feta and old bread?",
+    "My friend always cancels plans at the last minute. How do I bring it up kindly?",
+    "Why do my tomato plants have yellow leaves at the bottom?",
+    "I got a parking ticket in a spot with no visible sign. Can I contest it?",
+    "Write a short note to my neighbor asking them to keep their dog quiet at night.",
+    "I start my first job as a junior developer next week. What should I do in the first month?",
+    "How do people stay motivated to exercise in winter?",
+    "I have two job offers, one pays more and one has nicer people. How should I decide?",
+    "Is it normal for a new puppy to sleep most of the day?",
+    "My code works on my machine but fails in CI. Where would you start looking?",
+    "What should I pack for a three-day hiking trip in autumn?",
+    "Can you explain what happened in the 2008 financial crisis in a few paragraphs?",
+    "I forgot my best friend's birthday yesterday. How do I make it up to her?",
+    "Our team meetings always run long. What are some ways to keep them short?",
+    "Why does the sky look orange before a storm sometimes?",
+    "Give me a simple weekly meal plan for someone who hates cooking.",
+    "My kid asked me why we dream and I had no idea. What should I tell her?",
+    "I keep buying books and never reading them. How can I actually read more?",
+    "What's the polite way to split a restaurant bill when someone ordered much more?",
+    "How do I tell if an online shop is a scam before I buy something?",
+    "I want to start running but my knees hurt after a few minutes. What am I doing wrong?",
+    "Can you help me write a polite email to my landlord about a broken heater?",
+    "Why do onions make you cry, and is there a trick to stop it?",
+    "I'm moving to a country where I don't speak the language. How do I prepare?",
+    "What's the difference between being tired and being burned out?",
+    "Our houseplants keep dying even though we water them. What are we missing?",
+    "I have ten minutes to explain my thesis on river pollution to a general audience. How?",
+    "My grandfather wants to learn to use a smartphone. How can I teach him patiently?",
+    "Is it a good idea to buy a used electric car?",
+    "How can I politely decline a wedding invitation from a coworker?",
+    "I made a mistake at work that cost the company some money. Should I tell my boss first?",
+    "What are some fun things to do on a rainy day with a four-year-old?",
+    "My Wi-Fi drops every evening around 8pm. What could cause that?",
+    "Can you recommend a way to learn basic statistics without a textbook?",
+    "I'm hosting a dinner for six and one guest is vegan. What's an easy main dish for all?",
+    "Why do some people get motion sickness and others don't?",
+    "How do I start a conversation with someone at a networking event without being awkward?",
+    "I want to write a children's book about a lost turtle. Can you outline the story?",
+    "Should I tell my friend that her business idea probably won't work?",
+)
+
+
+def everyday_questions() -> list[str]:
+    return list(EVERYDAY_QUESTIONS)
+
+
 def payload_for(prompt: str, api: Api) -> dict[str, Any]:
     if api == "completion":
         return {"prompt": prompt}

@@ -4,7 +4,11 @@
         the target converted from the pinned PyPI wheel into OUT/model, the shipped heads into
         OUT/additional-model-data-sources/eagle (P-EAGLE) and .../eagle3 (EAGLE-3)
     python -m model_data_sources.smollm2 train-heads [--work DIR]   the heads' recipe
-        (recipe.py; resumes where it stopped), into DIR (default build/smollm2)
+        (recipe.py; resumes where it stopped), into DIR (default
+        ~/.cache/sagemaker-vllm-peagle/smollm2-heads)
+    python -m model_data_sources.smollm2 answer-bank [--shards N] [--concurrency C] [--work DIR]
+        the target's answers to the next N shards of the prompt bank (answer_bank.py), kept in
+        model_data_sources/smollm2/answers (commit them)
     python -m model_data_sources.smollm2 ship [--work DIR]   keep the heads trained there as the
         shipped ones (model_data_sources/smollm2/heads; commit them)
 
@@ -14,13 +18,19 @@ The tree is rebuilt only when what it is made of changed (a stamp holds their ha
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from model_data_sources.smollm2 import heads, target
 
 DEFAULT_OUT = Path("build/opt_ml_smollm2")
-DEFAULT_WORK = Path("build/smollm2")
+# The recipe's state (answers, hidden states, checkpoints) outlives a checkout: it takes hours.
+DEFAULT_WORK = (
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    / "sagemaker-vllm-peagle"
+    / "smollm2-heads"
+)
 
 
 def build(out: Path, force: bool) -> None:
@@ -48,16 +58,27 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "what", nargs="?", default=str(DEFAULT_OUT), help="OUT, train-heads or ship"
+        "what", nargs="?", default=str(DEFAULT_OUT), help="OUT, train-heads, answer-bank or ship"
     )
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK)
     parser.add_argument("--force", action="store_true", help="rebuild the tree")
+    parser.add_argument("--shards", type=int, default=1, help="answer-bank: shards to answer")
+    parser.add_argument("--concurrency", type=int, default=32, help="answer-bank: at once")
     args = parser.parse_args(argv)
     if args.what == "ship":
         model = DEFAULT_OUT / "model"
         if not target.up_to_date(model):
             target.build(model)
         print(f"shipped the heads as {heads.ship(args.work, model)} (commit them)")
+        return 0
+    if args.what == "answer-bank":
+        from model_data_sources.smollm2 import answer_bank, recipe
+
+        model = DEFAULT_OUT / "model"
+        if not target.up_to_date(model):
+            target.build(model)
+        work = args.work / "answer-bank"
+        answer_bank.run(model.resolve(), work, args.shards, args.concurrency, recipe.dtype())
         return 0
     if args.what == "train-heads":
         from model_data_sources.smollm2 import recipe

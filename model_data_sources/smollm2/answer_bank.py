@@ -1,0 +1,204 @@
+"""The real target's answers to the prompt bank (prompt_bank.py), kept in the repository as
+data, so that no machine answers them twice: each conversation with the target's own
+answers, greedy, in the OpenAI chat format a training job's train channel takes
+(`{"messages": [...], "kind": ...}`), in shards of SHARD_SIZE conversations,
+`answers/shard-NNN.jsonl.xz`.
+
+    python -m model_data_sources.smollm2 answer-bank [--shards N] [--concurrency C]
+
+answers the next N shards not yet in the repository (vLLM serving the target on loopback, C
+conversations at once, as an endpoint would be asked). A shard in progress keeps its answers
+under the work folder, one line per conversation as it is answered, so a stopped run goes on
+where it stopped; a finished shard is written to the repository (commit it) with its figures
+in answers/manifest.json.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import lzma
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from model_data_sources.smollm2 import prompt_bank
+
+ANSWERS = Path(__file__).parent / "answers"
+MANIFEST = ANSWERS / "manifest.json"
+SHARD_SIZE = 500
+MAX_ANSWER_TOKENS = 256
+REQUEST_SECONDS = 600
+
+
+def log(message: str) -> None:
+    print(f"[answer bank] {message}", flush=True)
+
+
+def shard_name(index: int) -> str:
+    return f"shard-{index:03d}.jsonl.xz"
+
+
+def shards(bank: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    return [bank[start : start + SHARD_SIZE] for start in range(0, len(bank), SHARD_SIZE)]
+
+
+def prompts_hash(conversations: list[dict[str, Any]]) -> str:
+    """What a shard asks: its conversations as the bank writes them."""
+    text = "".join(json.dumps(c) + "\n" for c in conversations)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def stale_shards(bank: list[dict[str, Any]], manifest: dict[str, Any]) -> list[str]:
+    """The shipped shards whose prompts the bank does not ask any more (in that place)."""
+    asked = {shard_name(i): prompts_hash(shard) for i, shard in enumerate(shards(bank))}
+    return [
+        name
+        for name, figures in sorted(manifest["shards"].items())
+        if asked.get(name) != figures["prompts"]
+    ]
+
+
+def read_manifest() -> dict[str, Any]:
+    return json.loads(MANIFEST.read_text()) if MANIFEST.is_file() else {"shards": {}}
+
+
+def chat(endpoint: str, messages: list[dict[str, Any]]) -> tuple[str, str, int]:
+    """The target's greedy answer: its text, why it stopped, its tokens."""
+    body = {"messages": messages, "max_tokens": MAX_ANSWER_TOKENS, "temperature": 0}
+    request = urllib.request.Request(
+        endpoint, json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=REQUEST_SECONDS) as response:
+        answer = json.loads(response.read())
+    choice = answer["choices"][0]
+    return (
+        choice["message"]["content"] or "",
+        choice["finish_reason"],
+        answer["usage"]["completion_tokens"],
+    )
+
+
+def answered(endpoint: str, conversation: dict[str, Any]) -> dict[str, Any]:
+    """The conversation with each assistant turn written by the target, one after another."""
+    messages: list[dict[str, Any]] = []
+    finishes, tokens = [], 0
+    asked = [m for m in conversation["messages"] if m["role"] != "assistant"]
+    for message in asked:
+        messages.append(message)
+        text, finish, count = chat(endpoint, messages)
+        messages.append({"role": "assistant", "content": text})
+        finishes.append(finish)
+        tokens += count
+    kind = conversation["kind"]
+    return {"kind": kind, "messages": messages, "finish": finishes, "tokens": tokens}
+
+
+def answer_shard(
+    endpoint: str, conversations: list[dict[str, Any]], progress: Path, concurrency: int
+) -> list[dict[str, Any]]:
+    """Every conversation of the shard answered; those in `progress` already are kept."""
+    done: dict[int, dict[str, Any]] = {}
+    if progress.is_file():
+        for line in progress.read_text().splitlines():
+            record = json.loads(line)
+            done[record["index"]] = record["conversation"]
+    todo = [i for i in range(len(conversations)) if i not in done]
+    lock = threading.Lock()
+    started, tokens = time.monotonic(), 0
+
+    def one(index: int) -> None:
+        nonlocal tokens
+        result = answered(endpoint, conversations[index])
+        with lock:
+            done[index] = result
+            tokens += result["tokens"]
+            with progress.open("a") as out:
+                out.write(json.dumps({"index": index, "conversation": result}) + "\n")
+            if len(done) % 50 == 0:
+                rate = tokens / (time.monotonic() - started)
+                log(f"{len(done)}/{len(conversations)} answered, {rate:.0f} answer tok/s")
+
+    with ThreadPoolExecutor(concurrency) as pool:
+        for future in [pool.submit(one, index) for index in todo]:
+            future.result()
+    return [done[i] for i in range(len(conversations))]
+
+
+def write_shard(
+    index: int, asked: list[dict[str, Any]], conversations: list[dict[str, Any]], figures: dict
+) -> None:
+    ANSWERS.mkdir(exist_ok=True)
+    text = "".join(
+        json.dumps({"kind": c["kind"], "messages": c["messages"], "finish": c["finish"]}) + "\n"
+        for c in conversations
+    )
+    path = ANSWERS / shard_name(index)
+    path.write_bytes(lzma.compress(text.encode(), preset=9 | lzma.PRESET_EXTREME))
+    manifest = read_manifest()
+    manifest["shards"][path.name] = {
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "prompts": prompts_hash(asked),
+        **figures,
+    }
+    MANIFEST.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def read_shards() -> list[dict[str, Any]]:
+    """Every answered conversation the repository holds, shard by shard."""
+    conversations = []
+    for name in sorted(read_manifest()["shards"]):
+        text = lzma.decompress((ANSWERS / name).read_bytes()).decode()
+        conversations += [json.loads(line) for line in text.splitlines() if line]
+    return conversations
+
+
+def run(target: Path, work: Path, count: int, concurrency: int, dtype: str) -> None:
+    from training.regenerate import vllm_server
+
+    bank = prompt_bank.conversations()
+    manifest = read_manifest()
+    stale = stale_shards(bank, manifest)
+    if stale:
+        raise SystemExit(
+            f"the prompt bank (prompt_bank.py) no longer asks what {', '.join(stale)} answer; "
+            "keep its order (new prompts go at its end), or delete those shards to answer them "
+            "again"
+        )
+    manifest["max_answer_tokens"] = MAX_ANSWER_TOKENS
+    manifest["dtype"] = dtype
+    MANIFEST.parent.mkdir(exist_ok=True)
+    MANIFEST.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    pending = [i for i in range(len(shards(bank))) if shard_name(i) not in manifest["shards"]]
+    if not pending:
+        log(f"every shard of the bank is answered ({len(bank)} conversations)")
+        return
+    work.mkdir(parents=True, exist_ok=True)
+    with vllm_server(target, work / "vllm.log", dtype) as endpoint:
+        for index in pending[:count]:
+            conversations = shards(bank)[index]
+            log(f"shard {index}: {len(conversations)} conversations, {concurrency} at once")
+            clock = work / f"shard-{index:03d}.seconds"  # time spent on it, over every run
+            spent = float(clock.read_text()) if clock.is_file() else 0.0
+            started = time.monotonic()
+            try:
+                done = answer_shard(
+                    endpoint, conversations, work / f"shard-{index:03d}.jsonl", concurrency
+                )
+            finally:
+                clock.write_text(str(spent + time.monotonic() - started))
+            seconds = float(clock.read_text())
+            tokens = sum(c["tokens"] for c in done)
+            figures = {
+                "conversations": len(done),
+                "answers": sum(len(c["finish"]) for c in done),
+                "answer_tokens": tokens,
+                "at_limit": sum(f == "length" for c in done for f in c["finish"]),
+                "seconds": round(seconds, 1),
+                "concurrency": concurrency,
+            }
+            write_shard(index, conversations, done, figures)
+            log(f"shard {index} written: {tokens} answer tokens in {seconds:.0f} s")
