@@ -96,14 +96,15 @@ def ensure_writable(out_dir: Path) -> None:
 def conversations(
     records: Iterable[dict[str, Any] | Skipped], options: Options, summary: Summary
 ) -> Iterator[Conversation]:
-    """The conversations that pass the filters, first of each kind only; the rest counted."""
+    """The conversations that pass the filters, first of each kind only; the rest counted.
+    Each exchange counts as a record read (a JSON Lines body's records one by one)."""
     seen: set[str] = set()
-    for record in records:
+    for exchange in sources.exchanges(records):
         summary.read += 1
         try:
-            if isinstance(record, Skipped):
-                raise record
-            conversation = conversation_of(sources.exchange_of(record), options.system)
+            if isinstance(exchange, Skipped):
+                raise exchange
+            conversation = conversation_of(exchange, options.system)
             if len(conversation.answer) < options.min_answer_chars:
                 raise Skipped(Skip.SHORT_ANSWER)
             if conversation.chars > options.max_chars:

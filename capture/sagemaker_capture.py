@@ -17,6 +17,10 @@ through InvokeEndpoint, the whole text/event-stream body, reassembled here. AWS 
 capture of InvokeEndpointWithResponseStream answers, and AIPerf's Data Capture loader notes
 they are missing (its input may be there alone: missing_payload); the container's own capture
 records those. Should such an answer appear as an event-stream body, it is read the same way.
+
+A request of a JSON Lines type (the container's JSON Lines road, serving/transform.py) holds one
+request per line, and its answer one answer line per request, in the same order: such a line
+holds as many exchanges as the body held records, each read (or skipped) on its own.
 """
 
 from __future__ import annotations
@@ -31,6 +35,16 @@ from serving.sse import reassemble_sse
 
 TEXT_ENCODINGS = ("JSON", "CSV")
 SSE_CONTENT_TYPE = "text/event-stream"
+# serving/transform.py JSONLINES_MEDIA_TYPES (not imported: that module loads the front);
+# tests/capture/test_sagemaker_capture.py holds the two equal.
+JSONLINES_CONTENT_TYPES = frozenset(
+    {
+        "application/jsonlines",
+        "application/x-jsonlines",
+        "application/jsonl",
+        "application/x-ndjson",
+    }
+)
 
 
 def is_sagemaker_capture(record: dict[str, Any]) -> bool:
@@ -92,10 +106,50 @@ def answer_of(body: bytes, content_type: str) -> dict[str, Any]:
     return answer
 
 
-def exchange_of(record: dict[str, Any]) -> Exchange:
+def payloads(record: dict[str, Any]) -> tuple[tuple[bytes, str], tuple[bytes, str]]:
+    """The request's and the answer's payload, each with its observed content type."""
     capture = record["captureData"]
     if not isinstance(capture, dict):
         raise Skipped(Skip.UNKNOWN_RECORD)
-    request_body, _ = payload_bytes(capture.get("endpointInput"))
-    response_body, content_type = payload_bytes(capture.get("endpointOutput"))
+    return payload_bytes(capture.get("endpointInput")), payload_bytes(capture.get("endpointOutput"))
+
+
+def exchange_of(record: dict[str, Any]) -> Exchange:
+    """The one exchange of a line whose request is one JSON document."""
+    (request_body, _), (response_body, content_type) = payloads(record)
     return Exchange(json_object(request_body), answer_of(response_body, content_type))
+
+
+def is_jsonlines(content_type: str) -> bool:
+    return content_type.split(";", 1)[0].strip().lower() in JSONLINES_CONTENT_TYPES
+
+
+def body_lines(body: bytes) -> list[bytes]:
+    """A JSON Lines body's records: its non-blank lines, as the container splits them."""
+    return [line.strip() for line in body.split(b"\n") if line.strip()]
+
+
+def is_whole_body_error(answers: list[bytes]) -> bool:
+    """One error for the whole body (too large, no records), which answers no record."""
+    try:
+        return len(answers) == 1 and "error" in json_object(answers[0])
+    except Skipped:
+        return False
+
+
+def exchanges_of(record: dict[str, Any]) -> list[Exchange | Skipped]:
+    """Every exchange one Data Capture line holds: one, or one per record of a JSON Lines
+    body, each record that cannot be used Skipped on its own."""
+    (request_body, request_type), (response_body, response_type) = payloads(record)
+    if not is_jsonlines(request_type):
+        return [Exchange(json_object(request_body), answer_of(response_body, response_type))]
+    requests, answers = body_lines(request_body), body_lines(response_body)
+    if len(requests) != len(answers):
+        raise Skipped(Skip.ERROR_STATUS if is_whole_body_error(answers) else Skip.MISSING_PAYLOAD)
+    found: list[Exchange | Skipped] = []
+    for request_line, answer_line in zip(requests, answers, strict=True):
+        try:
+            found.append(Exchange(json_object(request_line), json_object(answer_line)))
+        except Skipped as skipped:
+            found.append(skipped)
+    return found

@@ -62,10 +62,23 @@ def records(files: Sequence[Path]) -> Iterator[dict[str, Any] | Skipped]:
             yield record if isinstance(record, dict) else Skipped(Skip.MALFORMED_LINE)
 
 
-def exchange_of(record: dict[str, Any]) -> Exchange:
-    """The request and answer in one record of either format."""
+def exchanges_of(record: dict[str, Any]) -> list[Exchange | Skipped]:
+    """The requests and answers in one record of either format: one exchange, or (a Data
+    Capture line of a JSON Lines body) one per record of the body."""
     if sagemaker_capture.is_sagemaker_capture(record):
-        return sagemaker_capture.exchange_of(record)
+        return sagemaker_capture.exchanges_of(record)
     if container_capture.is_container_capture(record):
-        return container_capture.exchange_of(record)
+        return [container_capture.exchange_of(record)]
     raise Skipped(Skip.UNKNOWN_RECORD)
+
+
+def exchanges(records: Iterable[dict[str, Any] | Skipped]) -> Iterator[Exchange | Skipped]:
+    """Every exchange the records hold, in order, or Skipped for each that cannot be read."""
+    for record in records:
+        if isinstance(record, Skipped):
+            yield record
+            continue
+        try:
+            yield from exchanges_of(record)
+        except Skipped as skipped:
+            yield skipped

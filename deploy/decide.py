@@ -23,6 +23,7 @@ from deploy.plan import (
 from deploy.requests import speculative_config
 from deploy.s3 import S3Prefix, prefix_bytes
 from deploy.sizing import GB, size_for
+from deploy.traffic_capture import DEFAULT_CAPTURE_PERCENT, DataCapture, Tracing
 from serving.preflight.cuda_driver import ami_for, ami_problem
 from serving.variables import BATCH_SCHEDULE_KEY
 
@@ -127,6 +128,54 @@ def scale_to_zero_of(args: argparse.Namespace, problems: list[str]) -> Autoscali
         if "--min-capacity" not in problem
     ]
     return scaling
+
+
+def data_capture_of(args: argparse.Namespace, problems: list[str]) -> DataCapture | None:
+    if args.data_capture is None:
+        if args.capture_percent is not None:
+            problems.append("--capture-percent takes effect only with --data-capture; add it.")
+        return None
+    destination = inputs.checked_prefix("--data-capture", args.data_capture, problems)
+    if destination is None:
+        return None
+    percent = DEFAULT_CAPTURE_PERCENT if args.capture_percent is None else args.capture_percent
+    return DataCapture(destination, percent)
+
+
+def tracing_of(args: argparse.Namespace, problems: list[str]) -> Tracing | None:
+    if args.tracing is None:
+        given = [
+            option
+            for option, value in (
+                ("--tracing-s3-uri", args.tracing_s3_uri),
+                ("--tracing-kms-key", args.tracing_kms_key),
+            )
+            if value is not None
+        ]
+        if given:
+            verb = "take" if len(given) > 1 else "takes"
+            problems.append(f"{' and '.join(given)} {verb} effect only with --tracing; add it.")
+        return None
+    if args.data_capture is not None:
+        problems.append(
+            "--data-capture and --tracing do not go together: SageMaker refuses tracing on an "
+            "endpoint that captures data. Keep --data-capture to train a head on your traffic "
+            "(python -m capture export), or --tracing for Model Monitor and CloudWatch Logs."
+        )
+    large_payloads = (
+        inputs.checked_prefix("--tracing-s3-uri", args.tracing_s3_uri, problems)
+        if args.tracing_s3_uri is not None
+        else None
+    )
+    kms_key = args.tracing_kms_key
+    if kms_key is not None and args.tracing_s3_uri is None:
+        problems.append(
+            "--tracing-kms-key encrypts the payloads delivered to --tracing-s3-uri, and there "
+            "is none; add --tracing-s3-uri s3://.../, or drop the key."
+        )
+    elif kms_key is not None and not kms_key.strip():
+        problems.append("--tracing-kms-key is empty; give a KMS key id, ARN or alias/NAME.")
+    return Tracing(args.tracing, large_payloads, kms_key)
 
 
 def guard_of(args: argparse.Namespace, problems: list[str]) -> Guard:
@@ -259,6 +308,8 @@ def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connectio
     guard = guard_of(args, problems)
     traffic = routing.routing_of(args, environment, problems)
     observability = routing.observability_of(args, problems)
+    data_capture = data_capture_of(args, problems)
+    tracing = tracing_of(args, problems)
     if not problems and args.target_dir is not None and args.head_dir is not None:
         from serving.preflight.pair import speculation_problems
 
@@ -297,4 +348,6 @@ def deploy_plan(args: argparse.Namespace, connection_for: Callable[[], Connectio
         asynchronous=asynchronous,
         routing=traffic,
         observability=observability,
+        data_capture=data_capture,
+        tracing=tracing,
     )

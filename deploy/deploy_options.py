@@ -1,6 +1,7 @@
 """The deploy command's options: what it serves, on what, how it scales, asynchronous
-inference, and the guard an update to an existing endpoint goes through; and the two that
-every command sending requests shares (--dry-run, --poll-seconds)."""
+inference, what SageMaker keeps of the traffic, and the guard an update to an existing
+endpoint goes through; and the two that every command sending requests shares (--dry-run,
+--poll-seconds)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from deploy.plan import (
     DEFAULT_INSTANCE_TYPE,
     DEFAULT_NUM_SPECULATIVE_TOKENS,
 )
+from deploy.traffic_capture import DEFAULT_CAPTURE_PERCENT
 
 CHANGE_DRY_RUN = "read the endpoint, print the requests that change it, send none"
 
@@ -45,6 +47,7 @@ def add_deploy(commands, common: argparse.ArgumentParser) -> None:
     add_hosting_options(deploy)
     add_autoscaling_options(deploy)
     add_async_options(deploy)
+    add_traffic_capture_options(deploy)
     add_guard_options(deploy)
     routing.add_options(deploy)
     add_sending_options(deploy, poll_help="status poll interval (%(default)s)")
@@ -161,6 +164,43 @@ def add_async_options(deploy: argparse.ArgumentParser) -> None:
         help="no instance while the queue is empty: target tracking on the backlog per "
         "instance (--target-value, default 5) down to 0, and an alarm on "
         "HasBacklogWithoutCapacity that adds one when requests arrive",
+    )
+
+
+def add_traffic_capture_options(deploy: argparse.ArgumentParser) -> None:
+    """Data capture to S3, or tracing to CloudWatch Logs (deploy/traffic_capture.py)."""
+    kept = deploy.add_argument_group(
+        "what SageMaker keeps of the traffic (data capture or tracing, not both; "
+        "docs/metrics-and-capture.md)"
+    )
+    kept.add_argument(
+        "--data-capture",
+        metavar="S3_URI",
+        help="write requests and answers under s3://.../ (SageMaker Data Capture), for "
+        "`python -m capture export` and training a head on your traffic",
+    )
+    kept.add_argument(
+        "--capture-percent",
+        type=percent,
+        metavar="N",
+        help=f"share of requests --data-capture keeps (default {DEFAULT_CAPTURE_PERCENT}%%)",
+    )
+    kept.add_argument(
+        "--tracing",
+        type=percent,
+        metavar="PERCENT",
+        help="send this share of requests and answers to CloudWatch Logs "
+        "(/aws/sagemaker/Endpoints/NAME/traces), for Model Monitor configs",
+    )
+    kept.add_argument(
+        "--tracing-s3-uri",
+        metavar="S3_URI",
+        help="s3://.../ where --tracing delivers payloads over 512 KiB whole (else cut short)",
+    )
+    kept.add_argument(
+        "--tracing-kms-key",
+        metavar="KEY",
+        help="KMS key id, ARN or alias that encrypts what goes to --tracing-s3-uri",
     )
 
 

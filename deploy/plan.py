@@ -10,6 +10,7 @@ from deploy import names
 from deploy.routing import Observability, Routing
 from deploy.s3 import S3Prefix
 from deploy.sizing import Sizing
+from deploy.traffic_capture import DataCapture, Tracing
 
 Metric = Literal["concurrency", "invocations", "backlog"]
 # The CUDA release of the default base, vllm/vllm-openai:v0.32.0 (its -cu129 tag: 12.9).
@@ -86,6 +87,9 @@ class Plan:
     asynchronous: AsyncInference | None = None
     routing: Routing = field(default_factory=Routing)
     observability: Observability = field(default_factory=Observability)
+    # What SageMaker keeps of the traffic: one of the two, or neither.
+    data_capture: DataCapture | None = None
+    tracing: Tracing | None = None
 
     @property
     def head_version(self) -> str:

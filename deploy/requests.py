@@ -128,6 +128,10 @@ def create_endpoint_config(plan: Plan) -> Call:
         params["ExecutionRoleArn"] = plan.role_arn
     if plan.asynchronous is not None:
         params["AsyncInferenceConfig"] = async_inference_config(plan.asynchronous)
+    if plan.data_capture is not None:
+        params["DataCaptureConfig"] = plan.data_capture.request()
+    if plan.tracing is not None:
+        params["TracingConfig"] = plan.tracing.request()
     return Call(SAGEMAKER, "CreateEndpointConfig", params)
 
 

@@ -1,6 +1,6 @@
 """How the endpoint spreads requests over its instances (or a component's copies), and what
 SageMaker scrapes from each container: `--routing` and `--metrics-frequency` as
-botocore's `ProductionVariantRoutingConfig` and `MetricsConfig` (botocore 1.44.8).
+botocore's `ProductionVariantRoutingConfig` and `MetricsConfig` (botocore 1.44.18).
 
 When each strategy pays (docs/sagemaker.md#routing-and-metrics): least-outstanding (the
 default) for mixed traffic; prefix-aware when many requests share a long prompt prefix (a few

@@ -1,8 +1,10 @@
 """The export end to end: a Data Capture tree and the container's own files in, both training
-files out, in a fixed order, with every skipped record counted by reason."""
+files out, in a fixed order, with every skipped record counted by reason; and what Data Capture
+writes for an endpoint `deploy --data-capture` made, read back."""
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 from pathlib import Path
@@ -233,3 +235,62 @@ def test_damaged_lines_are_counted_never_raised(captures: Path, tmp_path: Path, 
     summary = export(Options((captures,), tmp_path / "out"))
     assert summary.read == summary.written + summary.skipped.total()
     assert summary.written == len(read_jsonl(tmp_path / "out" / OPENAI_FILE))
+
+
+def data_capture_entry(mode: str, content_type: str, body: bytes, encoding: str) -> dict:
+    """One side of an invocation as Data Capture writes it: the payload as text when the
+    endpoint config lists its type (encoding JSON), else base64 (encoding BASE64)."""
+    data = body.decode() if encoding == "JSON" else base64.b64encode(body).decode()
+    return {"observedContentType": content_type, "mode": mode, "data": data, "encoding": encoding}
+
+
+def test_what_data_capture_writes_for_a_deployed_endpoint(tmp_path: Path) -> None:
+    """An hour of `deploy --data-capture` files, every form its CaptureContentTypeHeader
+    leads to: a JSON request and answer, a "stream": true answer's event stream and a JSON
+    Lines body (all listed, so as text), and a type it does not list (base64)."""
+    from deploy.traffic_capture import JSON_CONTENT_TYPES
+
+    assert {"application/json", SSE, "application/jsonlines"} <= set(JSON_CONTENT_TYPES)
+    streamed = question(2) | {"stream": True}
+    jsonlines = b"".join(json.dumps(question(n)).encode() + b"\n" for n in (3, 4))
+    jsonlines_answers = json.dumps(answer(3)).encode() + b"\n"
+    jsonlines_answers += b'{"error": {"message": "overloaded", "code": 503}}\n'
+    sides = [
+        (("application/json", json.dumps(question(1)).encode(), "JSON"),
+         ("application/json", json.dumps(answer(1)).encode(), "JSON")),
+        (("application/json", json.dumps(streamed).encode(), "JSON"),
+         (SSE, vllm_stream(["Answer", " 2."]), "JSON")),
+        (("application/jsonlines", jsonlines, "JSON"),
+         ("application/jsonlines", jsonlines_answers, "JSON")),
+        (("application/octet-stream", json.dumps(question(5)).encode(), "BASE64"),
+         ("application/json", json.dumps(answer(5)).encode(), "JSON")),
+    ]  # fmt: skip
+    lines = [
+        json.dumps(
+            {
+                "captureData": {
+                    "endpointInput": data_capture_entry("INPUT", *request),
+                    "endpointOutput": data_capture_entry("OUTPUT", *response),
+                },
+                "eventMetadata": {
+                    "eventId": f"0b1c2d3e-0000-4000-8000-00000000000{number}",
+                    "inferenceId": f"inference-{number}",
+                    "inferenceTime": "2026-12-07T14:20:01Z",
+                },
+                "eventVersion": "0",
+            },
+            separators=(",", ":"),
+        )
+        for number, (request, response) in enumerate(sides)
+    ]
+    hour = tmp_path / "datacapture" / "qwen-peagle" / "AllTraffic" / "2026" / "12" / "07" / "14"
+    write_lines(hour / "20-01-123-0b1c2d3e.jsonl", lines)
+    summary = export(Options((tmp_path / "datacapture",), tmp_path / "out"))
+    assert contents(tmp_path / "out" / OPENAI_FILE) == [
+        "Answer 1.",
+        "Answer 2.",
+        "Answer 3.",
+        "Answer 5.",
+    ]
+    # The JSON Lines body's two records count as two: one answered, one an error line.
+    assert (summary.read, summary.written, dict(summary.skipped)) == (5, 4, {"error_status": 1})

@@ -1,5 +1,6 @@
 """SageMaker Data Capture lines, written as SageMaker writes them: JSON and BASE64 encodings,
-whole JSON answers and text/event-stream answers, and the lines that cannot be used."""
+whole JSON answers, text/event-stream answers and JSON Lines bodies (an exchange per record),
+and the lines that cannot be used."""
 
 from __future__ import annotations
 
@@ -8,9 +9,16 @@ import json
 
 import pytest
 
-from capture.sagemaker_capture import exchange_of
+from capture.sagemaker_capture import exchange_of, exchanges_of
 from capture.types import Skip, Skipped
-from tests.support.capture import METRICS, chat_answer, chat_request, sagemaker_line, vllm_stream
+from tests.support.capture import (
+    METRICS,
+    capture_entry,
+    chat_answer,
+    chat_request,
+    sagemaker_line,
+    vllm_stream,
+)
 
 SSE = "text/event-stream"
 
@@ -126,3 +134,59 @@ def test_a_streamed_tool_call_from_data_capture_exports_as_the_call() -> None:
         {"id": "chatcmpl-tool-9", "type": "function",
          "function": {"name": "get_time", "arguments": '{"city": "Oslo"}'}}
     ]  # fmt: skip
+
+
+def test_json_lines_types_are_the_containers() -> None:
+    from capture.sagemaker_capture import JSONLINES_CONTENT_TYPES
+    from serving.transform import JSONLINES_MEDIA_TYPES
+
+    assert JSONLINES_CONTENT_TYPES == JSONLINES_MEDIA_TYPES
+
+
+def jsonlines_line(requests: list[bytes], answers: list[bytes], encoding: str = "JSON") -> str:
+    """A Data Capture line of a JSON Lines body and the container's answer to it."""
+    body, answer = b"\n".join(requests) + b"\n", b"\n".join(answers) + b"\n"
+    record = {
+        "captureData": {
+            "endpointInput": capture_entry(body, "INPUT", "application/jsonlines", encoding),
+            "endpointOutput": capture_entry(answer, "OUTPUT", "application/jsonlines", encoding),
+        },
+        "eventMetadata": {"eventId": "e", "inferenceTime": "2026-12-07T14:00:01Z"},
+        "eventVersion": "0",
+    }
+    return json.dumps(record, separators=(",", ":"))
+
+
+ERROR_LINE = b'{"error": {"message": "overloaded", "type": "EngineUnavailable", "code": 503}}'
+
+
+@pytest.mark.parametrize("encoding", ["JSON", "BASE64"])
+def test_a_json_lines_body_holds_an_exchange_per_record(encoding: str) -> None:
+    questions = [chat_request("One?"), chat_request("Two?"), chat_request("Three?")]
+    requests = [json.dumps(question).encode() for question in questions] + [b"not json"]
+    answers = [json.dumps(chat_answer("1.")).encode(), ERROR_LINE]
+    answers += [json.dumps(chat_answer("3.")).encode(), ERROR_LINE]
+    found = exchanges_of(json.loads(jsonlines_line(requests, answers, encoding)))
+    assert [item.request for item in found[:3]] == questions
+    assert found[0].response == chat_answer("1.")
+    assert found[1].response["error"]["code"] == 503  # the export counts it as error_status
+    assert isinstance(found[3], Skipped) and found[3].reason is Skip.NOT_CHAT
+
+
+def test_a_json_lines_body_without_an_answer_per_record() -> None:
+    requests = [json.dumps(chat_request(q)).encode() for q in ("One?", "Two?")]
+    cut_short = jsonlines_line(requests, [json.dumps(chat_answer()).encode()])
+    assert skip_reason_of(cut_short) is Skip.MISSING_PAYLOAD
+    refused_whole = jsonlines_line(requests, [ERROR_LINE])
+    assert skip_reason_of(refused_whole) is Skip.ERROR_STATUS
+
+
+def skip_reason_of(line: str) -> Skip:
+    with pytest.raises(Skipped) as skipped:
+        exchanges_of(json.loads(line))
+    return skipped.value.reason
+
+
+def test_a_one_request_line_is_one_exchange() -> None:
+    [found] = exchanges_of(json.loads(sagemaker_line(chat_request(), chat_answer())))
+    assert found == exchange(sagemaker_line(chat_request(), chat_answer()))
