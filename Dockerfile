@@ -15,6 +15,10 @@ LABEL org.opencontainers.image.title="sagemaker-vllm-peagle-training" \
       org.opencontainers.image.description="SageMaker training container: a P-EAGLE head for your target from captured traffic"
 ENV PYTHONUNBUFFERED=1
 WORKDIR /opt/program
+# The base's vLLM first: P-EAGLE runs on the release this image maintains it on, and on no
+# other (vLLM removed it in 0.34); one sentence and a failed build, before any other step.
+COPY serving/preflight/vllm_release.py /tmp/vllm_release.py
+RUN python3 /tmp/vllm_release.py && rm /tmp/vllm_release.py
 # The head trainer's packages beyond the base's, from the lock (deps/training.lock: datasets,
 # hs-connectors and what they need, and speculators), each with --no-deps: speculators'
 # torchvision and torchaudio do not load beside the base's torch, and torch must stay exactly
@@ -46,6 +50,10 @@ LABEL org.opencontainers.image.title="sagemaker-vllm-peagle" \
       org.opencontainers.image.description="SageMaker serving container for vLLM with P-EAGLE parallel speculative decoding" \
       com.amazonaws.sagemaker.capabilities.accept-bind-to-port=true \
       com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true
+
+# As in the training stage: the base's vLLM, first.
+COPY serving/preflight/vllm_release.py /tmp/vllm_release.py
+RUN python3 /tmp/vllm_release.py && rm /tmp/vllm_release.py
 
 # tini is PID 1: it reaps vLLM workers orphaned by a crash and passes signals to the front,
 # which drains on SIGTERM and then stops vLLM.

@@ -8,7 +8,8 @@ P-EAGLE checks.
 
 Data flows one way through the modules: vllm_facts -> speculative_config -> target ->
 drafter (finding and reading the head) -> heads (with aux_layers and p_eagle) ->
-batch_schedule (K per batch size, against the head's depth).
+batch_schedule (K per batch size, against the head's depth). vllm_release holds the engine
+this container starts to the release it maintains P-EAGLE on.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from serving.preflight.shared_memory import check_shared_memory
 from serving.preflight.speculative_config import Speculation, check_speculative_config
 from serving.preflight.target import check_target_architecture, load_target
 from serving.preflight.vllm_facts import MODEL_FREE_METHODS, SPECULATIVE_METHODS
+from serving.preflight.vllm_release import installed, start_problems
 from serving.variables import SPECULATIVE_CONFIG_VAR
 
 if TYPE_CHECKING:  # only for annotations: the checks need no pydantic
@@ -107,6 +109,8 @@ def check(
             f"in {SPECULATIVE_CONFIG_VAR}."
         )
     speculation = check_speculation(settings, config, errors, warnings)
+    # The engine this container starts, not a laptop's: deploy's check_speculation skips it.
+    start_problems(installed(), speculation.parallel_drafting, errors, warnings)
     if speculation.method not in MODEL_FREE_METHODS:
         check_cpu_preload(env, warnings)
     report.summary = speculation.summary()

@@ -22,7 +22,11 @@ from serving.preflight.p_eagle import (
 from serving.preflight.safetensors_headers import Tensor, find_tensor
 from serving.preflight.speculative_config import Speculation, describe
 from serving.preflight.target import Target
-from serving.preflight.vllm_facts import SPECULATORS_ARCHITECTURES
+from serving.preflight.vllm_facts import (
+    OTHER_PARALLEL_DRAFTER_ARCHITECTURES,
+    OTHER_PARALLEL_DRAFTERS,
+    SPECULATORS_ARCHITECTURES,
+)
 from serving.variables import SPECULATIVE_CONFIG_VAR
 
 
@@ -56,8 +60,30 @@ def check_head(
         check_drafting_singly(head, speculation, warnings)
 
 
+def other_parallel_drafter(head: HeadConfig) -> str | None:
+    """The speculators type of a DFlash or DSpark head, by its config's type or architecture."""
+    if head.speculators_type in OTHER_PARALLEL_DRAFTERS:
+        return head.speculators_type
+    for architecture in head.architectures:
+        if architecture in OTHER_PARALLEL_DRAFTER_ARCHITECTURES:
+            return OTHER_PARALLEL_DRAFTER_ARCHITECTURES[architecture]
+    return None
+
+
 def check_is_eagle3_head(head: HeadConfig, errors: list[str]) -> bool:
     """True when vLLM can build the head as an EAGLE-3 drafter, so the shape checks apply."""
+    other = other_parallel_drafter(head)
+    if other is not None:
+        design, method = OTHER_PARALLEL_DRAFTERS[other]
+        errors.append(
+            f"drafter {head.path}: a {design} head ({other}), not a P-EAGLE one: it drafts a "
+            f'block with layers of its own design, and vLLM runs it as "method": "{method}", '
+            "the parallel drafter upstream vLLM kept from 0.34 on. This container serves "
+            'P-EAGLE heads ("method": "eagle3" with "parallel_drafting": true; speculators '
+            f'peagle, or EAGLE-3 with a mask token): train one for this target, or set "method": '
+            f'"{method}" (docs/p-eagle-beyond-vllm-0.33.md).'
+        )
+        return False
     if head.speculators_type is not None and head.speculators_type not in SPECULATORS_ARCHITECTURES:
         errors.append(
             f"drafter {head.path}: speculators_model_type {head.speculators_type!r} is not an "

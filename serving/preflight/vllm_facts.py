@@ -160,6 +160,21 @@ SPECULATORS_ARCHITECTURES = {
     "peagle": {"llama": "PeagleLlamaForCausalLM", "qwen3": "PeagleQwen3ForCausalLM"},
 }
 
+# Parallel drafters of other designs than P-EAGLE, by speculators_model_type (algos.py's
+# update_dflash, update_dflash2, update_dspark) and by the architectures their native configs
+# name (model_executor/models/registry.py's keys): each with the method vLLM runs it as. Upstream's
+# only parallel drafters from vLLM 0.34 on.
+OTHER_PARALLEL_DRAFTERS = {
+    "dflash": ("DFlash", "dflash"),
+    "dflash2": ("DFlash", "dflash"),
+    "dspark": ("DSpark", "dspark"),
+}
+OTHER_PARALLEL_DRAFTER_ARCHITECTURES = {
+    "DFlashDraftModel": "dflash",
+    "DFlash2DraftModel": "dflash2",
+    "DSparkDraftModel": "dspark",
+}
+
 # Top-level keys of a speculators config that update_eagle3 copies into the drafter's
 # config but update_peagle does not (algos.py); keys inside transformer_layer_config are
 # the base of that config, so both keep them there.

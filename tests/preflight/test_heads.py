@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.support.preflight import (
     PEAGLE,
     assert_fails,
@@ -132,3 +134,29 @@ def test_speculators_head_sizes_are_read_from_transformer_layer_config(pair):
 def test_native_head_that_is_not_eagle3_under_eagle3(pair):
     edit_head(pair, architectures=["GPT2LMHeadModel"])
     assert_fails(run_check(pair), "architectures ['GPT2LMHeadModel']", "not an EAGLE-3 head")
+
+
+@pytest.mark.parametrize(
+    ("kind", "design", "method"),
+    [
+        ("dflash", "DFlash", "dflash"),
+        ("dflash2", "DFlash", "dflash"),
+        ("dspark", "DSpark", "dspark"),
+    ],
+)
+def test_a_dflash_or_dspark_head_is_named_as_such(pair, kind, design, method):
+    """Upstream's parallel drafters from vLLM 0.34 on, in speculators' layout."""
+    config = to_speculators_layout(pair)
+    config["speculators_model_type"] = kind
+    (head_dir(pair) / "config.json").write_text(json.dumps(config))
+    assert_fails(
+        run_check(pair),
+        f"a {design} head ({kind}), not a P-EAGLE one",
+        f'"method": "{method}"',
+        "train one for this target",
+    )
+
+
+def test_a_native_dflash_head_is_named_by_its_architecture(pair):
+    edit_head(pair, architectures=["DFlashDraftModel"])
+    assert_fails(run_check(pair), "a DFlash head (dflash), not a P-EAGLE one")

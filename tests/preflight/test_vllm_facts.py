@@ -188,6 +188,24 @@ def test_eagle3_drafter_architectures_match_the_installed_vllm():
     assert expected == vllm_facts.EAGLE3_DRAFTER_ARCHITECTURES
 
 
+def test_dflash_and_dspark_heads_are_known_as_the_installed_vllm_knows_them():
+    drafters = registry_tables()["_SPECULATIVE_DECODING_MODELS"]
+    named = {arch for arch in drafters if arch.startswith(("DFlash", "DSpark"))}
+    assert set(vllm_facts.OTHER_PARALLEL_DRAFTER_ARCHITECTURES) <= named
+    algos = vllm_source() / "transformers_utils" / "configs" / "speculators" / "algos.py"
+    registered = {
+        decorator.args[0].value
+        for node in ast.walk(ast.parse(algos.read_text()))
+        if isinstance(node, ast.FunctionDef)
+        for decorator in node.decorator_list
+        if isinstance(decorator, ast.Call)
+        and getattr(decorator.func, "id", "") == "register_speculator"
+    }
+    assert set(vllm_facts.OTHER_PARALLEL_DRAFTERS) == registered - {"eagle3", "peagle"}
+    methods = {method for _, method in vllm_facts.OTHER_PARALLEL_DRAFTERS.values()}
+    assert methods <= vllm_facts.PARALLEL_DRAFTING_METHODS & vllm_facts.SPECULATIVE_METHODS
+
+
 def test_mtp_methods_match_the_installed_vllm(installed):
     assert set(installed["mtp_methods"]) == vllm_facts.MTP_METHODS
 
