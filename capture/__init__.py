@@ -3,6 +3,4 @@
 `python -m capture export` reads the container's own capture files and SageMaker Data Capture
 files, and writes the conversations (each request's messages plus the answer the target gave)
 in the OpenAI chat format and in ShareGPT. A laptop tool: the image does not ship it.
-`capture.streams` (stream reassembly) needs only the standard library, so the container's
-capture writer can share it.
 """

@@ -20,11 +20,12 @@ the synchronous speculative path changes: `post_step()` returns at once with asy
 scheduling (the default on GPUs) and without speculation. An output leaves the engine one
 draft RPC later (tens of microseconds when nothing contends).
 
-Measured with `python -m bench ab` (the same P-EAGLE K=7 engine with and without the new
-order, both up together, 4 interleaved rounds of 96 structured requests at one client):
-1.11x output tokens/s, p50 latency 0.90x, TTFT p50 within 1 ms. Against no speculation
-(which this does not touch), side by side on the same workload: P-EAGLE 1.75x (1.70-1.85 over
-4 rounds) with the fix, 1.45-1.52x before; acceptance and the 96 greedy answers unchanged.
+Measured with `python -m bench ab` (`bench compare` since 2026-12-03; the same P-EAGLE K=7
+engine with and without the new order, both up together, 4 interleaved rounds of 96 structured
+requests at one client): 1.11x output tokens/s, p50 latency 0.90x, TTFT p50 within 1 ms.
+Against no speculation (which this does not touch), side by side on the same workload: P-EAGLE
+1.75x (1.70-1.85 over 4 rounds) with the fix, 1.45-1.52x before; acceptance and the 96 greedy
+answers unchanged.
 
 Test: tests/vllm_patches/test_vllm_patches.py (the engine loop fetches the drafts before it queues
 the step's outputs); `bench sweep --workload structured` for the speed.

@@ -21,11 +21,11 @@ the configured one), and the batch-queue path (which never records the flag) are
 Asynchronous scheduling (the default on GPUs) does not fetch drafts in `post_step()` at all,
 so it is unchanged too.
 
-Measured with `python -m bench ab` (that all-K=0 schedule; the same engine fetching the
-empty drafts (A, through a temporary switch) and not (B), both up together, 2 interleaved
-rounds of 32 HumanEval prompts x 64 tokens): 1.06x output tokens/s at one client, 1.07x at
-16, 0.97x at 64 (one batch of 64 requests a round: within that level's noise); no request
-failed.
+Measured with `python -m bench ab` (`bench compare` since 2026-12-03; that all-K=0 schedule;
+the same engine fetching the empty drafts (A, through a temporary switch) and not (B), both up
+together, 2 interleaved rounds of 32 HumanEval prompts x 64 tokens): 1.06x output tokens/s at
+one client, 1.07x at 16, 0.97x at 64 (one batch of 64 requests a round: within that level's
+noise); no request failed.
 
 Test: tests/vllm_patches/test_vllm_patches.py runs `EngineCore.step()` and `post_step()` on a
 stand-in engine and counts the draft fetches: one after a K=7 step, none after a K=0 step.

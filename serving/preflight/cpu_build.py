@@ -1,10 +1,11 @@
 """The CPU build of vLLM on x86: what preloading Intel OpenMP did here, said when it is not.
 
-vLLM's CPU guide preloads libiomp5.so for speed. Measured with `bench ab` (P-EAGLE K=7, the
-trained demo pair, 16 prompts x 64 tokens, 4 rounds, a 2-core AVX2 machine, intel-openmp
-2026.2.0): preloaded / as shipped = 0.84x output tokens/s at 1 client and 0.85x at 4, p99
-latency 2.5x and 1.6x. It hurt there; where it helps (larger CPUs, per vLLM) is not measured
-here, so the note says both and leaves the choice to a measurement on the user's machine.
+vLLM's CPU guide preloads libiomp5.so for speed. Measured with `bench ab` (`bench compare`
+since 2026-12-03; P-EAGLE K=7, the trained demo pair, 16 prompts x 64 tokens, 4 rounds, a
+2-core AVX2 machine, intel-openmp 2026.2.0): preloaded / as shipped = 0.84x output tokens/s at
+1 client and 0.85x at 4, p99 latency 2.5x and 1.6x. It hurt there; where it helps (larger CPUs,
+per vLLM) is not measured here, so the note says both and leaves the choice to a measurement on
+the user's machine.
 """
 
 from __future__ import annotations
