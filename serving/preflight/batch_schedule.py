@@ -5,6 +5,17 @@ fills a gap with the K before it, carries the last K past the last range up to m
 caps a K above num_speculative_tokens without a word, and drops the whole schedule under data
 parallelism. Each of those is a schedule that does something other than what it says, so
 each is an error here, naming the entry and the fix.
+
+Where else the schedule lives, each doing one thing with it:
+- serving/variables.py: its key, BATCH_SCHEDULE_KEY, inside SM_VLLM_SPECULATIVE_CONFIG;
+- bench/envelope.py: `python -m bench crossover` measures each K at each load and writes the
+  schedule that follows the fastest (the config to deploy);
+- harness/configurations.py: the schedules crossover chose for the shipped pairs, by name
+  (`trained`, `real`), which `make serve` and the suite serve;
+- deploy/decide.py and deploy/requests.py: a config file's schedule, read, preflighted and
+  sent to the endpoint; serving/metrics.py reports the K of each range as a gauge;
+- vllm_patches/parallel_drafting_dynamic_k.py: the fix that lets vLLM's V1 runner draft the
+  step's K with parallel drafting at all (without it a smaller K fails its layout).
 """
 
 from __future__ import annotations
