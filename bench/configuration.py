@@ -20,7 +20,7 @@ from harness.configurations import (
 from harness.cores import next_core
 from harness.demo_engine import DEMO_ENGINE
 from harness.host import HostContainer, host_environment, served_dtype
-from harness.paths import default_opt_ml_root
+from harness.locations import default_opt_ml_root
 
 
 def trained_depth(head_dir: Path) -> int | None:

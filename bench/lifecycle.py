@@ -28,8 +28,8 @@ import httpx
 from bench import report
 from bench.configuration import LocalContainer
 from bench.options import add_local_command, configuration_of, local_container
-from harness.container import Container, free_port
 from harness.docker import DockerContainer
+from harness.serving_container import Container, free_port
 from image_build.build import CPU_IMAGE
 from serving.engine_args.argv import build_argv
 from serving.settings import load_settings
@@ -225,7 +225,7 @@ def add_parser(commands: Any) -> None:
 def command(args: argparse.Namespace) -> int:
     docker = None
     if not args.host_only:
-        from image_build.engine import ensure_engine
+        from image_build.docker_daemon import ensure_engine
 
         docker = ensure_engine()
     results = measure(args, docker)

@@ -12,8 +12,8 @@ from typing import Any
 
 from bench.configuration import LocalContainer, default_configuration
 from harness.configurations import DEMO_SCHEDULE, FIXED_DEFAULT, Configuration, parse_configuration
-from harness.container import Container
-from harness.paths import default_opt_ml_root
+from harness.locations import default_opt_ml_root
+from harness.serving_container import Container
 from serving import paths
 from workloads.prompts import load_payloads, sampled
 

@@ -25,7 +25,7 @@ from bench.options import (
 from bench.run import DEFAULT_CONCURRENCY
 from bench.side_by_side import failures_note, measure_side_by_side, medians
 from harness.configurations import Configuration, parse_configuration
-from harness.paths import EAGLE3_CHANNEL
+from harness.locations import EAGLE3_CHANNEL
 from serving import paths
 
 # The trained demo heads are declared for 8 draft positions; deeper heads take --k.

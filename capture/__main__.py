@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from capture.errors import EXIT_USAGE, UsageError
+from capture.bad_input import EXIT_USAGE, UsageError
 from capture.export import DEFAULT_MAX_CHARS, DEFAULT_MIN_ANSWER_CHARS, Options, export
 from capture.formats import OPENAI_FILE, SHAREGPT_FILE
 

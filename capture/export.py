@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from capture import sources
+from capture.bad_input import UsageError
 from capture.conversations import Conversation, conversation_of
-from capture.errors import UsageError
 from capture.formats import OPENAI_FILE, SHAREGPT_FILE, json_line, openai_record, sharegpt_record
 from capture.types import Skip, Skipped
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from capture import container_capture, sagemaker_capture
-from capture.errors import UsageError
+from capture.bad_input import UsageError
 from capture.types import Exchange, Skip, Skipped
 
 PATTERN = "*.jsonl"

@@ -33,7 +33,7 @@ from deploy import (
 from deploy.arguments import parser
 from deploy.clients import Connect, Connection, connect
 from deploy.decide import deploy_plan
-from deploy.errors import EXIT_FAILED, EXIT_USAGE, DeployFailed, UsageError
+from deploy.failures import EXIT_FAILED, EXIT_USAGE, DeployFailed, UsageError
 from deploy.plan import Plan
 from deploy.requests import SAGEMAKER
 from deploy.sizing import GB

@@ -12,7 +12,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ProfileNotFound
 
-from deploy.errors import UsageError
+from deploy.failures import UsageError
 
 RETRIES = Config(retries={"mode": "standard", "max_attempts": 5})
 

@@ -16,8 +16,8 @@ from deploy.alarms import variant_dimensions
 from deploy.calls import Call, send
 from deploy.clients import Connection
 from deploy.comparison import Comparison, Figure, Row, series_figure
-from deploy.errors import UsageError
-from deploy.shadow import Live, read_live
+from deploy.failures import UsageError
+from deploy.shadow_variant import Live, read_live
 from serving import cloudwatch as cw
 from serving import paths
 from serving.variables import HEAD_VERSION_VAR, SPECULATIVE_CONFIG_VAR

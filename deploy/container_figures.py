@@ -17,7 +17,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from deploy.comparison import MISSING, Comparison, Figure, Row
-from deploy.errors import DeployFailed
+from deploy.failures import DeployFailed
 from serving.metrics import DRAFTS, spec_decode_totals
 
 LATENCY = "vllm:e2e_request_latency_seconds"

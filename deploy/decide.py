@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from deploy import inputs, names, routing
 from deploy.clients import Connection
-from deploy.errors import UsageError
+from deploy.failures import UsageError
 from deploy.model_dirs import directory_bytes
 from deploy.plan import (
     DEFAULT_NUM_SPECULATIVE_TOKENS,

@@ -6,9 +6,17 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from deploy import calls, cloudwatch_figures, container_figures, inputs, names, rollout, shadow
+from deploy import (
+    calls,
+    cloudwatch_figures,
+    container_figures,
+    inputs,
+    names,
+    rollout,
+    shadow_variant,
+)
 from deploy.clients import Connect, Connection
-from deploy.errors import UsageError
+from deploy.failures import UsageError
 from deploy.requests import SAGEMAKER
 from deploy.waiting import Clock, wait_for_endpoint
 
@@ -33,13 +41,13 @@ def run_shadow(
     if problems:
         raise UsageError(problems)
     connection = connect_to(args.profile, args.region, args.endpoint_url)
-    live = shadow.read_live(connection, args.name)
+    live = shadow_variant.read_live(connection, args.name)
     version = names.version_now()
     if args.remove:
-        planned = shadow.remove(live, version)
+        planned = shadow_variant.remove(live, version)
     else:
         assert head is not None
-        planned = shadow.add(live, version, head, args.k, args.sample)
+        planned = shadow_variant.add(live, version, head, args.k, args.sample)
     return change_endpoint(args, planned, connection, out, err, clock)
 
 
@@ -48,8 +56,8 @@ def run_promote(
 ) -> int:
     names.check_name(args.name)
     connection = connect_to(args.profile, args.region, args.endpoint_url)
-    live = shadow.read_live(connection, args.name)
-    planned = shadow.promote(live, names.version_now())
+    live = shadow_variant.read_live(connection, args.name)
+    planned = shadow_variant.promote(live, names.version_now())
     return change_endpoint(args, planned, connection, out, err, clock)
 
 

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from botocore.exceptions import ClientError
 
-from deploy.errors import DeployFailed, UsageError
+from deploy.failures import DeployFailed, UsageError
 from deploy.s3 import S3Prefix
 from deploy.waiting import Clock
 from serving.sse import DONE, DataSplitter

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 import botocore.session
 
-from deploy.errors import UsageError
+from deploy.failures import UsageError
 
 MAX_NAME = 63
 VERSION_FORMAT = "%Y%m%d%H%M%S"

@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 from deploy import alarms, requests, scaling
 from deploy.calls import Call, send
 from deploy.clients import Connection
-from deploy.errors import DeployFailed
+from deploy.failures import DeployFailed
 from deploy.plan import Plan
 from deploy.waiting import Clock, is_not_found, wait_for_component, wait_for_endpoint
 

@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 from deploy import calls, inputs, names
 from deploy.clients import Connection
-from deploy.errors import UsageError
+from deploy.failures import UsageError
 from deploy.s3 import S3Prefix
 from deploy.training_job import TrainingPlan, create_training_job, job_name, wait_for_job
 from deploy.upload import extra_warning, upload_directory

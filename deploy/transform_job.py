@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from deploy import calls, inputs, names
 from deploy.calls import Call
-from deploy.errors import UsageError
+from deploy.failures import UsageError
 from deploy.requests import SAGEMAKER, model_call, speculative_config
 from deploy.s3 import S3Prefix
 from deploy.waiting import Clock, completed, poll_job

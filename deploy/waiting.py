@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from botocore.exceptions import ClientError
 
 from deploy import names
-from deploy.errors import DeployFailed
+from deploy.failures import DeployFailed
 
 POLL_SECONDS = 30.0
 HEARTBEAT_SECONDS = 300.0

@@ -203,7 +203,7 @@ def main(
     docker = None
     gpu = host and has_gpu()
     if not host:
-        from image_build.engine import ensure_engine
+        from image_build.docker_daemon import ensure_engine
 
         docker = ensure_engine()
     for name, config in (

@@ -3,7 +3,7 @@
     import httpx
 
     from harness.host import HostContainer, host_environment
-    from harness.paths import default_opt_ml_root
+    from harness.locations import default_opt_ml_root
 
     env = host_environment(OPT_ML_ROOT=str(default_opt_ml_root()))
     with HostContainer("demo", env).start() as container:

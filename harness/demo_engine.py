@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from deps.pins import read_env_file
-from harness.paths import REPO_ROOT
+from harness.locations import REPO_ROOT
 
 DEMO_ENV_FILE = REPO_ROOT / "demo.env"
 

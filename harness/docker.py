@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Self
 
-from harness.container import Container
+from harness.serving_container import Container
 from serving import paths
 
 # SageMaker's (and `docker stop`'s) time between SIGTERM and SIGKILL.

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
-from harness.container import STOP_TIMEOUT_SECONDS, Container
 from harness.demo_engine import DEMO_ENGINE
-from harness.paths import ENTRYPOINT, REPO_ROOT, SITE_DIR
+from harness.locations import ENTRYPOINT, REPO_ROOT, SITE_DIR
+from harness.serving_container import STOP_TIMEOUT_SECONDS, Container
 
 if TYPE_CHECKING:
     import psutil

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from image_build.build import build
-from image_build.engine import EngineError
+from image_build.docker_daemon import EngineError
 
 
 def main(argv: list[str] | None = None) -> int:

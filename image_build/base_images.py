@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from image_build.engine import EngineError, run
+from image_build.docker_daemon import EngineError, run
 
 DEBIAN_IMAGE = "debian:bookworm-slim"
 DEBIAN_SUITE = "bookworm"

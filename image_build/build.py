@@ -14,7 +14,7 @@ from pathlib import Path
 
 from deps import pins
 from image_build.base_images import DEBIAN_IMAGE, ensure_base_image
-from image_build.engine import EngineError, ensure_engine
+from image_build.docker_daemon import EngineError, ensure_engine
 from image_build.pip_settings import read_settings, served
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -15,9 +15,9 @@ from __future__ import annotations
 import sys
 
 from bench.options import main_of
-from rehearsals import retrain, rollout, train_head
+from rehearsals import retrain, rollout_rehearsal, train_head_job
 
-COMMANDS = (retrain, train_head, rollout)
+COMMANDS = (retrain, train_head_job, rollout_rehearsal)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,7 @@ from tqdm import tqdm
 from bench.configuration import LocalContainer
 from bench.options import add_local_command, add_rounds, configuration_of
 from harness.configurations import FIXED_DEFAULT, Configuration
-from rehearsals.comparison import (
+from rehearsals.heads_side_by_side import (
     NO_SPECULATION,
     Workload,
     compare,

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from harness.host import host_environment
-from harness.paths import QUICK_DEMO_ROOT, RANDOM_DEMO_ROOT, REAL_ROOT
+from harness.locations import QUICK_DEMO_ROOT, RANDOM_DEMO_ROOT, REAL_ROOT
 from image_build.build import CPU_IMAGE, CPU_TRAINING_IMAGE, STANDIN_TRAINING_IMAGE
 from tests.support.containers import (
     CAPTURE_DIR,

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from training import keep_start
-from training.acceptance import speculative_config
 from training.chat_render import Chat
 from training.contract import (
     HEAD_CONFIG,
@@ -33,6 +32,7 @@ from training.contract import (
     TRAIN_CHANNEL,
     Hyperparameters,
 )
+from training.held_out_acceptance import speculative_config
 from training.steps import log
 
 HEAD_FILES = (HEAD_CONFIG, HEAD_WEIGHTS)
@@ -110,7 +110,7 @@ def measure_acceptance(
         path = folder / f"{name}.jsonl"
         path.write_text("".join(json.dumps(prompt) + "\n" for prompt in prompts))
         named.append(f"{name}={path}")
-    argv = [sys.executable, "-m", "training.acceptance", str(target), str(head), str(k)]
+    argv = [sys.executable, "-m", "training.held_out_acceptance", str(target), str(head), str(k)]
     argv += [*options, *named]  # options: --max-tokens=N, engine settings (--dtype=D)
     log(f"held-out acceptance: {' '.join(argv)}")
     finished = subprocess.run(argv, check=False, capture_output=True, text=True)

@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-from model_data_sources.smollm2 import heads, target
+from model_data_sources.smollm2 import shipped_heads, target
 
 DEFAULT_OUT = Path("build/opt_ml_smollm2")
 # The recipe's state (answers, hidden states, checkpoints) outlives a checkout: it takes hours.
@@ -35,7 +35,7 @@ DEFAULT_WORK = (
 
 def build(out: Path, force: bool) -> None:
     stamp = out / ".stamp"
-    wanted = target.key() + " " + heads.key()
+    wanted = target.key() + " " + shipped_heads.key()
     if not force and stamp.is_file() and stamp.read_text() == wanted:
         print(f"the real pair is up to date in {out}")
         return
@@ -44,11 +44,12 @@ def build(out: Path, force: bool) -> None:
     if force or not target.up_to_date(model):
         target.build(model)
     try:
-        heads.install(out / "additional-model-data-sources", model)
-    except heads.StaleHeads as error:
+        shipped_heads.install(out / "additional-model-data-sources", model)
+    except shipped_heads.StaleHeads as error:
         raise SystemExit(f"python -m model_data_sources.smollm2: {error}") from None
     stamp.write_text(wanted)
-    print(f"the real pair is in {out}: {target.NAME} and its shipped heads ({heads.summary()})")
+    heads = shipped_heads.summary()
+    print(f"the real pair is in {out}: {target.NAME} and its shipped heads ({heads})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         model = DEFAULT_OUT / "model"
         if not target.up_to_date(model):
             target.build(model)
-        print(f"shipped the heads as {heads.ship(args.work, model)} (commit them)")
+        print(f"shipped the heads as {shipped_heads.ship(args.work, model)} (commit them)")
         return 0
     if args.what == "answer-bank":
         from model_data_sources.smollm2 import answer_bank, recipe

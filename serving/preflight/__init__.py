@@ -25,10 +25,10 @@ from serving.preflight.cpu_build import check_cpu_preload
 from serving.preflight.cuda_driver import check_cuda_driver
 from serving.preflight.drafter import load_head, local_drafter_dir, read_head_config
 from serving.preflight.gpu_presence import check_gpu_present
-from serving.preflight.heads import check_head, check_not_an_eagle3_head
+from serving.preflight.head_checks import check_head, check_not_an_eagle3_head
 from serving.preflight.shared_memory import check_shared_memory
 from serving.preflight.speculative_config import Speculation, check_speculative_config
-from serving.preflight.target import check_target_architecture, load_target
+from serving.preflight.target_config import check_target_architecture, load_target
 from serving.preflight.vllm_facts import MODEL_FREE_METHODS, SPECULATIVE_METHODS
 from serving.preflight.vllm_release import installed, start_problems
 from serving.variables import SPECULATIVE_CONFIG_VAR

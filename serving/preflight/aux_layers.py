@@ -14,7 +14,7 @@ from typing import Any
 from serving.preflight.head_config import HeadConfig
 from serving.preflight.safetensors_headers import Tensor, find_tensor
 from serving.preflight.speculative_config import describe
-from serving.preflight.target import Target
+from serving.preflight.target_config import Target
 
 
 def effective_aux_ids(head: HeadConfig, target_layers: int | None) -> Any:

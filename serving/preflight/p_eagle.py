@@ -9,7 +9,7 @@ from __future__ import annotations
 from serving.preflight.head_config import HeadConfig
 from serving.preflight.safetensors_headers import Tensor, find_tensor_containing
 from serving.preflight.speculative_config import Speculation, describe
-from serving.preflight.target import Target
+from serving.preflight.target_config import Target
 from serving.variables import SPECULATIVE_CONFIG_VAR
 
 # What each key that update_peagle drops does in vLLM's EAGLE-3 drafter (llama_eagle3.py).

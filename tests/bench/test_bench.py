@@ -22,7 +22,7 @@ from bench.side_by_side import FIGURES, failures, medians
 from bench.stats import digest, summarize
 from bench.sweep import finalists, write_report
 from harness.configurations import DEMO_SCHEDULE
-from harness.paths import QUICK_DEMO_ROOT
+from harness.locations import QUICK_DEMO_ROOT
 from serving import paths
 from tests.support.containers import build_demo_pair
 from workloads.prompts import load_payloads

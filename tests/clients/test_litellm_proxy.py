@@ -21,7 +21,7 @@ import jsonschema
 import pytest
 import yaml
 
-from harness.container import free_port
+from harness.serving_container import free_port
 from tests.support.client_envs import LOCAL_CREDENTIALS, client_python, run_calls
 from tests.support.local_runtime import local_runtime
 from tests.support.schemas import CITY

@@ -9,7 +9,7 @@ import random
 import pytest
 from botocore.response import StreamingBody
 
-from deploy.errors import DeployFailed, UsageError
+from deploy.failures import DeployFailed, UsageError
 from deploy.invoke import chat_payload, invoke, stream_texts
 from serving.sse import DataSplitter
 from tests.support.deploy import Stubbed, client

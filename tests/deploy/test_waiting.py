@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from deploy.errors import DeployFailed
+from deploy.failures import DeployFailed
 from deploy.waiting import wait_for_endpoint
 from tests.support.deploy import FakeClock, Stubbed, endpoint
 

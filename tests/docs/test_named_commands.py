@@ -10,7 +10,7 @@ import subprocess
 import sys
 from functools import cache
 
-from harness.paths import REPO_ROOT
+from harness.locations import REPO_ROOT
 
 # Tracked text a reader meets: docs, code, the Makefile, CI and image files.
 TEXT_FILES = re.compile(r"(\.(py|md|sh|env|yml|toml)$|^Makefile$|Dockerfile$|^\.ci/run$)")

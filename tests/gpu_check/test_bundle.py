@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpu_check import bundle, vllm_source
-from harness.paths import REPO_ROOT
+from harness.locations import REPO_ROOT
 from vllm_patches import check
 
 # What the path reaches: the CUDA platform, the server, the engine and its worker, the

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from gpu_check import kernel_cases, kernels, vllm_source
-from harness.paths import REPO_ROOT
+from harness.locations import REPO_ROOT
 
 
 @pytest.fixture(scope="module")

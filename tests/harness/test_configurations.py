@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.configurations import DEMO_SCHEDULE, REAL_SCHEDULE, parse_configuration
-from harness.paths import REAL_ROOT, TRAINED_DEMO_ROOT
+from harness.locations import REAL_ROOT, TRAINED_DEMO_ROOT
 
 ROOT = Path(__file__).parents[2]
 

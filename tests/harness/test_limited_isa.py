@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from harness.paths import SITE_DIR
+from harness.locations import SITE_DIR
 
 PROBE = """
 import importlib.util, json, re

@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from deploy.model_tarball import pack
-from harness.container import free_port
 from harness.docker import container_settings
-from image_build.engine import ensure_compose, ensure_engine
+from harness.serving_container import free_port
+from image_build.docker_daemon import ensure_compose, ensure_engine
 from serving import paths
 from tests.support.client_envs import CALLS, MARKER, client_python
 from tests.support.containers import DEMO_ROOT, PEAGLE_CONFIG, demo_env

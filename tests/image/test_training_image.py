@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.paths import QUICK_DEMO_ROOT
-from image_build.engine import ensure_engine
+from harness.locations import QUICK_DEMO_ROOT
+from image_build.docker_daemon import ensure_engine
 from serving import paths
 from tests.support.training_jobs import code_chats, job_tree, write_hyperparameters
 

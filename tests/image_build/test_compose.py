@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from image_build.engine import compose_cli
+from image_build.docker_daemon import compose_cli
 from serving import paths
 from tests.support.image_files import COMPOSE_FILE, GPU_DOCKERFILE, ROOT, compose
 

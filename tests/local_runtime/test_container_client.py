@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.container import free_port
+from harness.serving_container import free_port
 from local_runtime.container import ContainerClient, ContainerError
 from tests.support.scripted_container import ok, scripted_container, standin
 

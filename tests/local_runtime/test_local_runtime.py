@@ -20,7 +20,7 @@ import pytest
 from botocore.eventstream import EventStreamBuffer
 from botocore.exceptions import EventStreamError
 
-from harness.container import free_port
+from harness.serving_container import free_port
 from local_runtime import event_stream
 from local_runtime.app import MAX_BODY_BYTES
 from serving.sse import DataSplitter

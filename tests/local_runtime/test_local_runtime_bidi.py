@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.container import free_port
+from harness.serving_container import free_port
 from local_runtime.http2 import CERTIFICATE_FILE
 from tests.support.client_envs import run_calls
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from botocore.exceptions import EventStreamError
 
-from harness.container import free_port
+from harness.serving_container import free_port
 from local_runtime.app import MAX_BODY_BYTES
 from tests.support.local_runtime import local_runtime, runtime_client
 from tests.support.scripted_container import ok, scripted_container, standin

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.container import free_port
+from harness.serving_container import free_port
 from local_runtime.__main__ import parse_args, runtime_from
 from local_runtime.app import MAX_BODY_BYTES
 from local_runtime.shadow import Shadow

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from model_data_sources.smollm2 import heads, recipe
+from model_data_sources.smollm2 import recipe, shipped_heads
 from tests.support.containers import REAL_K
 
 README_CURL = {
@@ -58,7 +58,7 @@ def test_the_readmes_curl_gets_an_english_answer_with_drafts_accepted(real):
 def test_drafts_are_accepted_on_held_out_chat_at_the_level_the_manifest_records(real):
     """Chat prompts no head saw (the recipe's held-out split), drafted through the container
     at the K the manifest records a figure for."""
-    recorded = heads.manifest()["heads"]["eagle"]["held_out"][str(REAL_K)]["chat"]
+    recorded = shipped_heads.manifest()["heads"]["eagle"]["held_out"][str(REAL_K)]["chat"]
     prompts = recipe.held_out_sets(recipe.split())["chat"][:HELD_OUT_CHATS]
     bodies = [{**prompt, "max_tokens": MAX_TOKENS, "temperature": 0} for prompt in prompts]
     with ThreadPoolExecutor(4) as pool:

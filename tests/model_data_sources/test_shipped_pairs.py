@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.paths import QUICK_DEMO_ROOT, TRAINED_DEMO_ROOT
+from harness.locations import QUICK_DEMO_ROOT, TRAINED_DEMO_ROOT
 from model_data_sources import shipped
 
 BUILT = {"quick": QUICK_DEMO_ROOT, "trained": TRAINED_DEMO_ROOT}

@@ -14,7 +14,7 @@ import torch
 from tqdm import tqdm
 from transformers import AutoTokenizer, LlamaForCausalLM
 
-from harness.paths import RANDOM_DEMO_ROOT
+from harness.locations import RANDOM_DEMO_ROOT
 from model_data_sources import tool_use
 from model_data_sources.grammar import compile_schemas, constrained_labels, generate_constrained
 from serving.engine_args.agents import JSON_MAX_WHITESPACE

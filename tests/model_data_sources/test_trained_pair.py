@@ -15,7 +15,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from harness.paths import REPO_ROOT
+from harness.locations import REPO_ROOT
 from model_data_sources import training
 from model_data_sources.heads import (
     Batch,

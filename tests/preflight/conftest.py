@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.paths import REPO_ROOT
+from harness.locations import REPO_ROOT
 
 
 @pytest.fixture(scope="session")

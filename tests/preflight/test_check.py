@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from harness.paths import REPO_ROOT
+from harness.locations import REPO_ROOT
 from tests.support.preflight import (
     PEAGLE,
     assert_fails,

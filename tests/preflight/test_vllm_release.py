@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from deps import pins
-from harness.paths import REPO_ROOT
+from harness.locations import REPO_ROOT
 from serving.preflight import vllm_release
 from tests.support.preflight import PEAGLE, assert_fails, assert_passes, assert_warns, run_check
 

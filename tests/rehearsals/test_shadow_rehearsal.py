@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from deploy import container_figures
-from harness.heads import random_head_tree
+from harness.bad_heads import random_head_tree
 from harness.host import host_environment
 from tests.support.containers import DEMO_ROOT, PEAGLE_CONFIG, TRAINED, Container
 from tests.support.local_runtime import local_runtime, runtime_client

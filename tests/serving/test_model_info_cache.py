@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.paths import REPO_ROOT
+from harness.locations import REPO_ROOT
 
 # vLLM's model inspection, as the engine runs it at start-up.
 pytestmark = pytest.mark.engine

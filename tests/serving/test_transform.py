@@ -13,7 +13,7 @@ import sys
 import httpx
 import pytest
 
-from harness.paths import REPO_ROOT
+from harness.locations import REPO_ROOT
 from local_runtime.transform import Parameters, TransformFailed, mini_batches
 from serving import transform
 from serving.settings import load_settings

@@ -8,7 +8,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def docker() -> str:
-    from image_build.engine import ensure_engine
+    from image_build.docker_daemon import ensure_engine
 
     return ensure_engine()
 

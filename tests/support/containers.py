@@ -21,7 +21,7 @@ from harness.configurations import speculative_config
 from harness.cores import next_core
 from harness.docker import DockerContainer
 from harness.host import HostContainer, host_environment
-from harness.paths import REPO_ROOT, TRAINED_DEMO_ROOT, default_opt_ml_root
+from harness.locations import REPO_ROOT, TRAINED_DEMO_ROOT, default_opt_ml_root
 from serving.metrics import ENGINE_UP, metric_total
 from tests.support.stalls import WATCH
 
@@ -102,7 +102,7 @@ class ImageContainer(Probes, DockerContainer):
     """A shared test container on the docker backend: the image, the demo tree mounted."""
 
     def __init__(self, name: str, env: Mapping[str, str], image: str):
-        from image_build.engine import ensure_engine
+        from image_build.docker_daemon import ensure_engine
 
         # Docker checks health every 2 s instead of the image's 30 s, so a test sees it. A
         # container is a CPU group of its own that weighs as much as this whole test session:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import uvicorn
 
-from harness.container import free_port
+from harness.serving_container import free_port
 
 
 @contextlib.contextmanager

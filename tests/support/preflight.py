@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from harness.host import CONTAINER_PREFIXES
-from harness.paths import REPO_ROOT
+from harness.locations import REPO_ROOT
 from serving.preflight.safetensors_headers import DTYPE_BYTES
 
 PEAGLE = {"method": "eagle3", "num_speculative_tokens": 3, "parallel_drafting": True}

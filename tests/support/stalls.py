@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.paths import REPO_ROOT
+from harness.locations import REPO_ROOT
 
 TICK_SECONDS = 0.02
 # A gap this much longer than a tick is a hold; a busy two-core machine wakes a sleeper

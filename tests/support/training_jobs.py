@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from deploy.training_job import METRIC_DEFINITIONS
-from harness.paths import QUICK_DEMO_ROOT
+from harness.locations import QUICK_DEMO_ROOT
 from model_data_sources.corpus import build_corpus
 from serving import paths
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from harness.paths import QUICK_DEMO_ROOT
+from harness.locations import QUICK_DEMO_ROOT
 from serving import paths
 from tests.support.training_jobs import code_chats, graphed_metrics, job_tree
 from tests.training.test_training_job import train

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.paths import REPO_ROOT
+from harness.locations import REPO_ROOT
 from tests.support.training_jobs import code_chats, graphed_metrics, job_tree
 from training.contract import ContractError, Hyperparameters
 from training.hidden_states import aux_layer_ids

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpu_check import vllm_source
-from harness.paths import QUICK_DEMO_ROOT, REPO_ROOT
+from harness.locations import QUICK_DEMO_ROOT, REPO_ROOT
 from serving import paths
 from tests.support.containers import DEMO_ROOT
 from vllm_patches import Patch, PatchError, apply_patch, check, patches, state, vllm_root

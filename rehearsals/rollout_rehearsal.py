@@ -38,10 +38,10 @@ from bench.overhead import measure_level
 from bench.run import run_batch, warm_up
 from bench.targets import UrlTarget
 from deploy import container_figures
+from harness.bad_heads import random_head_tree
 from harness.configurations import Configuration
-from harness.container import free_port
-from harness.heads import random_head_tree
-from harness.paths import REPO_ROOT
+from harness.locations import REPO_ROOT
+from harness.serving_container import free_port
 from serving import paths
 
 START_SECONDS = 30.0

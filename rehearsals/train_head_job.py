@@ -22,7 +22,7 @@ from typing import Any
 from bench.options import add_local_command, configuration_of
 from harness.configurations import FIXED_DEFAULT, Configuration
 from image_build.build import CPU_TRAINING_IMAGE
-from rehearsals.comparison import (
+from rehearsals.heads_side_by_side import (
     Workload,
     compare,
     send_prompt,
@@ -216,7 +216,7 @@ def add_parser(commands: Any) -> None:
 
 def command(args: argparse.Namespace) -> int:
 
-    from image_build.engine import ensure_engine
+    from image_build.docker_daemon import ensure_engine
 
     configuration = configuration_of(args)
     if configuration.method != "peagle":

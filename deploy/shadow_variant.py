@@ -18,7 +18,7 @@ from typing import Any
 from deploy import names, requests
 from deploy.calls import Call, operation_model
 from deploy.clients import Connection
-from deploy.errors import DeployFailed, UsageError
+from deploy.failures import DeployFailed, UsageError
 from deploy.s3 import S3Prefix
 from serving import paths
 from serving.variables import HEAD_VERSION_VAR, SPECULATIVE_CONFIG_VAR, VARIANT_NAME_VAR

@@ -21,7 +21,7 @@ from serving.preflight.p_eagle import (
 )
 from serving.preflight.safetensors_headers import Tensor, find_tensor
 from serving.preflight.speculative_config import Speculation, describe
-from serving.preflight.target import Target
+from serving.preflight.target_config import Target
 from serving.preflight.vllm_facts import (
     OTHER_PARALLEL_DRAFTER_ARCHITECTURES,
     OTHER_PARALLEL_DRAFTERS,

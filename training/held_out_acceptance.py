@@ -3,7 +3,7 @@ held-out conversations' prompts, greedy, and its own counters read back. This is
 endpoint will see, measured before the head leaves the job. Each named set of prompts (the
 train channel's, the replay channel's) is measured on its own, in one vLLM process.
 
-    python -m training.acceptance TARGET HEAD K [--max-tokens=N] NAME=PROMPTS.jsonl ...
+    python -m training.held_out_acceptance TARGET HEAD K [--max-tokens=N] NAME=PROMPTS.jsonl ...
         -> one line on stdout: ACCEPTANCE {"NAME": {...}, ...}
 """
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from rehearsals import comparison, retrain
+from rehearsals import heads_side_by_side, retrain
 
 
 def test_the_retrain_table_compares_the_heads_on_the_same_workload_and_concurrency():
     base = {"draft": 70, "accepted": 30, "tokens": 40, "seconds": 2, "by_position": [0.9, 0.5]}
     tuned = {"draft": 70, "accepted": 50, "tokens": 60, "seconds": 2, "by_position": [1.0, 0.75]}
     rows = [
-        comparison.row("prose", 1, "base", base, 7),
-        comparison.row("prose", 1, "fine-tuned", tuned, 7),
+        heads_side_by_side.row("prose", 1, "base", base, 7),
+        heads_side_by_side.row("prose", 1, "fine-tuned", tuned, 7),
     ]
     # 10 verify steps of K=7: 1 + 30/10 = 4.0 and 1 + 50/10 = 6.0 tokens per step.
     assert [row["mean_acceptance_length"] for row in rows] == [4.0, 6.0]
@@ -26,12 +26,12 @@ def test_the_retrain_rounds_are_summed_and_each_rounds_ratio_to_no_speculation_s
             "by_position": by_position,
         }  # fmt: skip
 
-    tuned = comparison.merged([counts(100, 1, [0.8, 0.4]), counts(100, 2, [0.6, 0.2])])
-    alone = comparison.merged([counts(100, 2, []), counts(100, 2, [])])
+    tuned = heads_side_by_side.merged([counts(100, 1, [0.8, 0.4]), counts(100, 2, [0.6, 0.2])])
+    alone = heads_side_by_side.merged([counts(100, 2, []), counts(100, 2, [])])
     rows = [
-        comparison.row("agent", 1, "base", tuned, 7),
-        comparison.row("agent", 1, "fine-tuned", tuned, 7),
-        comparison.row("agent", 1, comparison.NO_SPECULATION, alone, 7),
+        heads_side_by_side.row("agent", 1, "base", tuned, 7),
+        heads_side_by_side.row("agent", 1, "fine-tuned", tuned, 7),
+        heads_side_by_side.row("agent", 1, heads_side_by_side.NO_SPECULATION, alone, 7),
     ]
     assert rows[1]["output_tokens_per_s"] == round(200 / 3, 1)
     assert rows[1]["acceptance_per_position"] == [0.7, 0.3]
