@@ -22,6 +22,7 @@ from serving import bidi_frames, invocations, transform
 from serving.bidi_session import Session, SessionParts
 from serving.bodies import CLIENT_CLOSED, read_body
 from serving.capture import Capture
+from serving.chat_fields import check_relayed_chat
 from serving.emf import EmfReporter
 from serving.errors import JsonAnswer, RequestRefused, error_response
 from serving.gate import NOT_SERVING, RequestGate, request_id
@@ -41,6 +42,8 @@ PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 # going away. A loading or restarting engine takes sessions; their requests wait for /ping.
 CLOSED = (Status.DRAINING, Status.DEAD)
 SHUTTING_DOWN = "the container is shutting down; send the request again on another instance."
+# The engine route whose chat payloads the front reads (chat_fields.check_relayed_chat).
+OPENAI_CHAT_PATH = b"/v1/chat/completions"
 
 
 def engine_headers(request: Request, replace: dict[bytes, bytes] | None = None):
@@ -79,7 +82,7 @@ class Front:
         self.capture = capture
         self.metrics = FrontMetrics()
         self.metrics.speculation(settings.speculative_config)
-        self.parser = PayloadParser(settings.served_model_name)
+        self.parser = PayloadParser(settings.served_model_name, settings.auto_tool_choice_refusal)
         self.records = transform.RecordRoad(
             relay.exchanges, self.parser.prepare, self.metrics, relay.why_gone
         )
@@ -143,6 +146,9 @@ class Front:
     async def invoke(self, request: Request) -> Response:
         """/invocations: one request (OpenAI chat or completion, or TGI), or a Batch
         Transform's JSON Lines records."""
+        # The headers first, as on the engine routes: a bad one costs no read of the body.
+        if (refusal := bad_header(request)) is not None:
+            return refusal
         settings = self.settings
         content_type = request.headers.get("content-type")
         jsonlines = transform.is_jsonlines(content_type)
@@ -166,17 +172,14 @@ class Front:
                 printable(record_of(request.scope).request_id),
                 printable(body.decode(errors="replace")),
             )
-        if (refusal := bad_header(request)) is not None:
-            return refusal
         headers = engine_headers(request, {b"content-type": b"application/json"})
         return await self.relay.forward(
             request, invocations.ENGINE_PATH.encode(), prepared.content, headers, prepared.tgi
         )
 
     async def invoke_records(self, request: Request, records: transform.Records) -> Response:
-        """A transform's mini-batch: every record answered, one line each, in order."""
-        if (refusal := bad_header(request)) is not None:
-            return refusal
+        """A transform's mini-batch: every record answered, one line each, in order (its
+        headers checked by invoke)."""
         # The job giving up on this mini-batch stops its records' generations too.
         answering = await unless_client_leaves(
             request,
@@ -205,9 +208,11 @@ class Front:
                 request, self.settings.max_payload_bytes, self.settings.body_timeout_seconds
             )
             invocations.check_engine_limits(body)
+            path = raw_path(request.scope)
+            if path == OPENAI_CHAT_PATH:
+                check_relayed_chat(body, self.settings.auto_tool_choice_refusal)
         except RequestRefused as error:
             return refused(error)
-        path = raw_path(request.scope)
         query = request.scope.get("query_string", b"")
         target = path + b"?" + query if query else path
         return await self.relay.forward(request, target, body, engine_headers(request))

@@ -6,7 +6,15 @@ from __future__ import annotations
 import json
 
 from serving.headers import to_client, to_engine
-from tests.support.raw_http import body_of, exchange, get, header_values, status_of
+from tests.support.raw_http import (
+    body_of,
+    connect,
+    exchange,
+    get,
+    header_values,
+    read_all,
+    status_of,
+)
 
 CHAT = json.dumps({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}).encode()
 
@@ -74,6 +82,20 @@ def test_header_bytes_that_are_not_utf8_are_refused_naming_the_header(peagle):
         message = json.loads(body_of(answer))["error"]["message"]
         name = header.split(b":")[0].decode().lower()
         assert name in message.lower() and "UTF-8" in message, message
+
+
+def test_a_bad_header_is_refused_before_the_body_is_read(peagle):
+    """As on the engine routes: the client that announced a body and sent a little of it
+    gets its 400 at once, not after the front has waited for the rest."""
+    with connect(peagle.url, timeout=30) as sock:
+        sock.sendall(
+            b"POST /invocations HTTP/1.1\r\nHost: front\r\nContent-Type: application/json\r\n"
+            b"X-Amzn-SageMaker-Custom-Attributes: note=\xfe\r\n"
+            b"Content-Length: 5000000\r\n\r\n" + CHAT[:10]
+        )
+        answer = read_all(sock)
+    assert status_of(answer) == 400, answer[:300]
+    assert "x-amzn-sagemaker-custom-attributes" in json.loads(body_of(answer))["error"]["message"]
 
 
 def test_control_bytes_in_headers_are_refused_with_a_4xx(peagle):
