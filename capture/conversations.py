@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from capture.types import Exchange, Skip, Skipped
+from serving.reasoning import text_of as reasoning_text
 from serving.secrets import redact_json_text
 
 ROLES = {
@@ -147,8 +148,13 @@ def tool_calls_of(message: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def reasoning_of(message: dict[str, Any]) -> str | None:
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
-    return reasoning if isinstance(reasoning, str) and reasoning else None
+    """An assistant turn's reasoning as text: a string, or the blocks some clients send back
+    (SageMaker's Data Capture keeps the request as the client sent it), as the container
+    joins them for the engine."""
+    for name in ("reasoning_content", "reasoning"):
+        if text := reasoning_text(message.get(name)):
+            return text
+    return None
 
 
 def chat_message(message: Any) -> dict[str, Any]:

@@ -42,7 +42,8 @@ PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 # going away. A loading or restarting engine takes sessions; their requests wait for /ping.
 CLOSED = (Status.DRAINING, Status.DEAD)
 SHUTTING_DOWN = "the container is shutting down; send the request again on another instance."
-# The engine route whose chat payloads the front reads (chat_fields.check_relayed_chat).
+# The engine route whose chat payloads the front reads (chat_fields.check_relayed_chat, and
+# reasoning sent back: serving/reasoning.py).
 OPENAI_CHAT_PATH = b"/v1/chat/completions"
 
 
@@ -213,6 +214,8 @@ class Front:
                 check_relayed_chat(body, self.settings.auto_tool_choice_refusal)
         except RequestRefused as error:
             return refused(error)
+        if path == OPENAI_CHAT_PATH:
+            body = await self.parser.relayed_chat(body)
         query = request.scope.get("query_string", b"")
         target = path + b"?" + query if query else path
         return await self.relay.forward(request, target, body, engine_headers(request))

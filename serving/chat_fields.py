@@ -5,10 +5,14 @@ vLLM's own /invocations tries each request type in turn and reports the last one
 a chat payload with a malformed `tools` came back as "Either prompt or prompt_embeds must be
 provided" (the completion type's complaint). These checks give the 400 that names the field
 instead. They check shape only, the part vLLM's router loses; vLLM still validates the rest.
+One check is the container's own: where the model is never shown the tools (a chat template
+without tool syntax that the container cannot add any to, serving/engine_args/agents.py),
+tool_choice "auto" is refused with the sentence the settings carry.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from serving.errors import RequestRefused
@@ -74,8 +78,30 @@ def check_response_format(response_format: Any) -> None:
         )
 
 
-def check_chat_fields(payload: dict[str, Any]) -> None:
-    """Raise RequestRefused (400, naming the field) for a malformed agent field."""
+def asks_auto_tool_choice(payload: dict[str, Any]) -> bool:
+    """Tools given, and the model left to choose whether to call one: tool_choice "auto", or
+    none given (which vLLM reads as auto)."""
+    return bool(payload.get("tools")) and payload.get("tool_choice") in (None, "auto")
+
+
+def check_chat_fields(payload: dict[str, Any], auto_tool_choice_refusal: str | None = None) -> None:
+    """Raise RequestRefused (400, naming the field) for a malformed agent field, or with
+    `auto_tool_choice_refusal` for tool_choice "auto" where it is not served."""
     names = tool_names(payload["tools"]) if payload.get("tools") is not None else None
     check_tool_choice(payload.get("tool_choice"), names)
     check_response_format(payload.get("response_format"))
+    if auto_tool_choice_refusal is not None and asks_auto_tool_choice(payload):
+        raise refuse(auto_tool_choice_refusal)
+
+
+def check_relayed_chat(body: bytes, auto_tool_choice_refusal: str | None) -> None:
+    """The refusal of tool_choice "auto" for a chat body relayed as it came (/v1): parsed only
+    where auto is refused and the body names tools; the engine answers for the rest."""
+    if auto_tool_choice_refusal is None or b'"tools"' not in body:
+        return
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        return
+    if isinstance(payload, dict) and asks_auto_tool_choice(payload):
+        raise refuse(auto_tool_choice_refusal)

@@ -1,5 +1,6 @@
 """What /invocations accepts: a JSON body, routed to vLLM's chat or completion API; a TGI
-payload (`inputs`, `parameters`) becomes a completion request (serving/tgi.py)."""
+payload (`inputs`, `parameters`) becomes a completion request (serving/tgi.py); reasoning sent
+back as blocks becomes the string vLLM takes (serving/reasoning.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from serving import reasoning
 from serving.chat_fields import check_chat_fields
 from serving.errors import RequestRefused
 from serving.json_text import json_bytes
@@ -151,8 +153,9 @@ class Prepared:
     stream: bool = False
 
 
-def plan(body: bytes, served_model_name: str) -> Edit:
-    """Parse and check the body; never raises, so it can run in a worker process."""
+def plan(body: bytes, served_model_name: str, auto_tool_choice_refusal: str | None = None) -> Edit:
+    """Parse and check the body; never raises, so it can run in a worker process.
+    `auto_tool_choice_refusal`: the settings' sentence where tool_choice "auto" is refused."""
     try:
         payload = parse_json_object(body)
         check_engine_limits(body, payload)
@@ -162,13 +165,19 @@ def plan(body: bytes, served_model_name: str) -> Edit:
             return Edit(replacement=replacement, tgi=answer, stream=answer.stream)
         check_kind(payload)
         if "messages" in payload:
-            check_chat_fields(payload)
+            check_chat_fields(payload, auto_tool_choice_refusal)
         elif payload.get("prompt") in ("", [], [""]):
             # vLLM refuses an empty prompt only once a stream has begun (a 200, then an error).
             raise RequestRefused(400, "'prompt' is empty; send the text to continue.")
     except RequestRefused as refused:
         return Edit(refusal=(refused.status, refused.message))
     stream = payload.get("stream") is True
+    if (messages := reasoning.messages_with_text(payload.get("messages"))) is not None:
+        # Reasoning sent back as blocks: re-encoded as the string vLLM takes.
+        payload = {**payload, "messages": messages}
+        if "requestType" not in payload and not payload.get("model"):
+            payload["model"] = served_model_name
+        return Edit(replacement=json_bytes(payload), stream=stream)
     if "requestType" in payload or payload.get("model"):
         return Edit(stream=stream)
     if "model" in payload or json.detect_encoding(body) != "utf-8":
@@ -193,6 +202,9 @@ def apply(body: bytes, edit: Edit, served_model_name: str) -> Prepared:
     return Prepared(spliced, stream=edit.stream)
 
 
-def prepare(body: bytes, served_model_name: str) -> Prepared:
+def prepare(
+    body: bytes, served_model_name: str, auto_tool_choice_refusal: str | None = None
+) -> Prepared:
     """Check an /invocations body and return what the engine's /invocations gets."""
-    return apply(body, plan(body, served_model_name), served_model_name)
+    edit = plan(body, served_model_name, auto_tool_choice_refusal)
+    return apply(body, edit, served_model_name)

@@ -18,7 +18,7 @@ from serving import exit_codes
 from serving.app import create_app
 from serving.capture import Capture
 from serving.engine import Engine, engine_environment, private_socket_path
-from serving.engine_args.argv import build_argv
+from serving.engine_args.argv import build_argv, write_engine_files
 from serving.engine_client import EngineClient, pool_idle_seconds
 from serving.exchange import Exchanges
 from serving.http_wire import FrontProtocol
@@ -151,6 +151,7 @@ def serve(settings: Settings) -> int:
         return exit_codes.FRONT_FAILED
     try:
         socket_path = private_socket_path()
+        write_engine_files(settings, socket_path)
     except OSError as error:
         log.error(
             "cannot make the engine's private socket directory in %s (%s); point TMPDIR at a "

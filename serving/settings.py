@@ -78,6 +78,10 @@ class Settings(BaseSettings):
     # What the container adds for agents (serving/engine_args/agents.py), and why.
     agent_flags: tuple[str, ...] = ()
     agent_summary: str = ""
+    # The chat template the container writes for the engine, and the front's refusal of
+    # tool_choice "auto" where it is not served (None: none).
+    agent_chat_template: str | None = None
+    auto_tool_choice_refusal: str | None = None
     tensor_parallel_size: Annotated[int | None, AfterValidator(zero_is_none)] = Field(
         None, validation_alias="SM_NUM_GPUS", ge=0, examples=[1]
     )
@@ -258,6 +262,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             engine_flags=tuple(engine_flags),
             agent_flags=agents.flags,
             agent_summary=agents.summary,
+            agent_chat_template=agents.chat_template,
+            auto_tool_choice_refusal=agents.auto_tool_choice_refusal,
         )
     except ValidationError as invalid:
         problems += [explain(error) for error in invalid.errors()]

@@ -184,7 +184,8 @@ class Reassembly:
             "content": "".join(self.content) if self.content else None,
         }
         if self.reasoning:
-            message["reasoning_content"] = "".join(self.reasoning)
+            # Named as vLLM 0.32 names it in a whole answer, whichever name the deltas used.
+            message["reasoning"] = "".join(self.reasoning)
         if self.tool_calls:
             message["tool_calls"] = [self.tool_calls[index] for index in sorted(self.tool_calls)]
         answer: dict[str, Any] = {

@@ -5,6 +5,8 @@
   the lookup of a flag's value among the engine flags.
 - `speculative`: SM_VLLM_SPECULATIVE_CONFIG parsed, its drafter filled in from the channel.
 - `tool_parsers`: which of vLLM's tool-call and reasoning parsers fits the target.
+- `chatml_tools`: the chat template with Qwen2.5's tools section for a ChatML target that
+  teaches no tool syntax.
 - `agents`: the flags for agents (parsers, strict tool arguments, structured outputs).
 - `cpu_block_size`: the CPU build's KV cache block size (a CPU-only workaround).
 - `argv`: the whole command line the front starts vLLM with.

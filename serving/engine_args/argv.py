@@ -13,6 +13,19 @@ if TYPE_CHECKING:  # the settings are built from this package's translation, not
     from serving.settings import Settings
 
 VLLM_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+# The chat template the container writes for agents (engine_args/agents.py), beside the
+# engine's private socket.
+CHAT_TEMPLATE_FILE = "chat_template.jinja"
+
+
+def chat_template_path(socket_path: Path) -> Path:
+    return socket_path.parent / CHAT_TEMPLATE_FILE
+
+
+def write_engine_files(settings: Settings, socket_path: Path) -> None:
+    """What the command line names and the container writes: the agents' chat template."""
+    if settings.agent_chat_template is not None:
+        chat_template_path(socket_path).write_text(settings.agent_chat_template)
 
 
 def build_argv(settings: Settings, socket_path: Path, python: str = sys.executable) -> list[str]:
@@ -39,6 +52,8 @@ def build_argv(settings: Settings, socket_path: Path, python: str = sys.executab
         argv += ["--per-request-spec-decode-metrics", "summary"]
     # Tool-call parsing and structured outputs for agents (engine_args/agents.py).
     argv += settings.agent_flags
+    if settings.agent_chat_template is not None:
+        argv += ["--chat-template", str(chat_template_path(socket_path))]
     # The CPU build's KV cache blocks, sized so EAGLE heads keep the prefix cache.
     argv += cpu_block_size_flags(settings.engine_flags)
     if settings.tensor_parallel_size is not None:

@@ -113,6 +113,19 @@ def chat_template(model_dir: Path) -> str | None:
     return None
 
 
+def named_template(value: str) -> str | None:
+    """The template an operator's --chat-template names, as vLLM reads it: the file's text,
+    or the value itself when it holds Jinja; None when it is neither here (a name among
+    vLLM's built-in templates)."""
+    path = Path(value)
+    try:
+        if path.is_file():
+            return path.read_text(errors="replace")
+    except OSError:  # a value too long to be a path
+        pass
+    return value if any(mark in value for mark in "{}\n") else None
+
+
 def read_target(model_dir: Path) -> Target:
     try:
         config = json.loads((model_dir / "config.json").read_text())

@@ -173,6 +173,17 @@ def test_reasoning_is_kept_on_every_assistant_turn() -> None:
     }
 
 
+def test_reasoning_sent_back_as_blocks_is_kept_as_its_text() -> None:
+    # SageMaker's Data Capture holds the request as the client sent it, blocks and all.
+    blocks = [{"type": "thinking", "thinking": "Greet back.", "signature": "c2ln"}]
+    request = with_messages(
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello.", "reasoning": blocks},
+        {"role": "user", "content": "Bye"},
+    )
+    assert conversation(request).messages[1]["reasoning_content"] == "Greet back."
+
+
 @pytest.mark.parametrize(
     "call",
     [{"id": "call-1"}, {"type": "function", "function": {"arguments": "{}"}}, "get_weather"],

@@ -132,7 +132,7 @@ def test_reasoning_under_either_name() -> None:
     answer = reassemble_sse(body.encode())
     assert answer is not None
     message = answer["choices"][0]["message"]
-    assert message == {"role": "assistant", "content": "Answer.", "reasoning_content": "Thinking."}
+    assert message == {"role": "assistant", "content": "Answer.", "reasoning": "Thinking."}
 
 
 def test_tool_call_arguments_are_joined() -> None:

@@ -13,6 +13,7 @@ from botocore.exceptions import EventStreamError
 
 from harness.serving_container import free_port
 from local_runtime.app import MAX_BODY_BYTES
+from serving.sse import DataSplitter, Reassembly, chunks_of
 from tests.support.local_runtime import local_runtime, runtime_client
 from tests.support.scripted_container import ok, scripted_container, standin
 from tests.support.standin_container import CUSTOM_ATTRIBUTES, EVENTS
@@ -161,3 +162,57 @@ def test_a_container_gone_down_after_ping_is_a_model_error_with_status_0():
             client.invoke_endpoint(EndpointName="demo", Body=b"{}")
     assert raised.value.response["OriginalStatusCode"] == 0
     assert "cannot connect" in raised.value.response["Error"]["Message"]
+
+
+# A stream as vLLM 0.32 writes it with a reasoning parser on: a role chunk, the reasoning in
+# `delta.reasoning`, then the answer. Its text holds characters of two, three and four UTF-8
+# bytes; written here because the demo engine cannot be made to write one (its greedy answers
+# to prompts full of é and ï are ASCII). tests/serving/test_reasoning_engine.py takes a real
+# engine's reasoning through the same runtime.
+REASONING = ["Il fait 21 °C à Paris", " → beau temps 🙂"]
+
+
+def reasoning_stream() -> bytes:
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "demo"}
+    deltas = [{"role": "assistant", "content": ""}] + [{"reasoning": text} for text in REASONING]
+    deltas.append({"content": "Sunny."})
+    chunks = [{**head, "choices": [{"index": 0, "delta": delta}]} for delta in deltas]
+    events = [b"data: " + json.dumps(chunk, ensure_ascii=False).encode() for chunk in chunks]
+    return b"\n\n".join([*events, b"data: [DONE]", b""])
+
+
+def test_reasoning_cut_mid_character_across_payload_parts_reaches_the_client_whole():
+    stream = reasoning_stream()
+
+    def answer(connection: socket.socket, number: int, request_number: int, request: bytes) -> bool:
+        if request.startswith(b"GET /ping"):
+            connection.sendall(ok())
+        else:
+            connection.sendall(ok(stream, b"Content-Type: text/event-stream\r\n"))
+        return True
+
+    with scripted_container(answer) as (container, _):
+        with local_runtime(container, part_bytes=3) as url:
+            response = runtime_client(url).invoke_endpoint_with_response_stream(
+                EndpointName="demo", Body=json.dumps({"stream": True})
+            )
+            parts = [event["PayloadPart"]["Bytes"] for event in response["Body"]]
+    assert b"".join(parts) == stream
+    # Parts end mid-character: a client that decodes each part alone fails on these.
+    assert any(not utf8(part) for part in parts)
+    # Bytes joined until an event ends, as boto3 users (and serving.sse) read them.
+    splitter, reassembly = DataSplitter(), Reassembly()
+    for part in parts:
+        for data in splitter.feed(part):
+            for chunk in chunks_of(data):
+                reassembly.add(chunk)
+    message = reassembly.answer()["choices"][0]["message"]
+    assert (message["reasoning"], message["content"]) == ("".join(REASONING), "Sunny.")
+
+
+def utf8(part: bytes) -> bool:
+    try:
+        part.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -1,6 +1,8 @@
 """The flags for agents (serving/engine_args/agents.py, tool_parsers.py): the parser chosen
 from each family's real chat-template syntax, the user's overrides, the checks with their
-fixes, and every parser name against the installed vLLM's registry."""
+fixes, every parser name against the installed vLLM's registry, and a template without tool
+syntax: the written ChatML template on the engine's command line, or `auto` refused by the
+front."""
 
 from __future__ import annotations
 
@@ -11,8 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from serving.chat_fields import check_relayed_chat
 from serving.engine_args.agents import agent_flags
+from serving.engine_args.argv import build_argv, write_engine_files
 from serving.engine_args.tool_parsers import FAMILIES, MARKERS_BY_PARSER, Target, choose
+from serving.errors import RequestRefused
+from serving.invocations import plan
 from serving.settings import SettingsError, load_settings
 
 # What each family's chat template writes around a call (shortened from the real templates).
@@ -154,3 +160,113 @@ def test_every_parser_named_here_is_registered_in_the_installed_vllm():
     assert set(MARKERS_BY_PARSER) <= set(tool_parsers)
     reasoning = {family.reasoning_parser for family in FAMILIES} - {None}
     assert reasoning <= set(reasoning_parsers)
+
+
+# A ChatML template with no tool syntax (the real pair's, shortened) and one that is not ChatML.
+CHATML = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\\nYou are SmolLM.<|im_end|>\\n' }}{% endif %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+NOT_CHATML = (
+    "{% for message in messages %}{{ message['role'] + ': ' + message['content'] + '\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ 'assistant: ' }}{% endif %}"
+)
+
+
+def test_chatml_without_tool_syntax_is_served_with_qwens_tools_section_and_hermes(tmp_path):
+    problems: list[str] = []
+    agents = agent_flags({}, model_dir(tmp_path, CHATML, "llama"), problems)
+    assert problems == []
+    assert list(agents.flags[:3]) == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    assert "--tool-strict-level" in agents.flags
+    assert agents.chat_template is not None and "<tool_call>" in agents.chat_template
+    assert agents.auto_tool_choice_refusal is None
+    assert agents.summary.startswith(
+        "agents: tool calls parsed by hermes: the chat template has no tool-call syntax, so "
+        "the container serves it with the tools section and '<tool_call>' syntax that "
+        "Qwen2.5's template adds to the same ChatML"
+    )
+
+
+def test_another_template_without_tool_syntax_serves_forced_calls_and_refuses_auto(tmp_path):
+    agents = agent_flags({}, model_dir(tmp_path, NOT_CHATML, "llama"), [])
+    assert list(agents.flags[:3]) == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    assert agents.chat_template is None
+    assert "for named and required tool_choice only" in agents.summary
+    assert "does not render plain ChatML" in agents.summary
+    refusal = agents.auto_tool_choice_refusal
+    assert refusal is not None and refusal.startswith('tool_choice "auto"')
+
+
+def test_the_operators_chat_template_is_read_and_never_rewritten(tmp_path):
+    operator = tmp_path / "operator.jinja"
+    operator.write_text(CHATML)
+    model = (tmp_path / "model").mkdir() or model_dir(tmp_path / "model", NOT_CHATML, "llama")
+    agents = agent_flags({"SM_VLLM_CHAT_TEMPLATE": str(operator)}, model, [])
+    assert agents.chat_template is None and agents.auto_tool_choice_refusal is not None
+    assert "SM_VLLM_CHAT_TEMPLATE" in agents.summary
+    # One that writes tool calls is chosen from, as the target's own would be.
+    operator.write_text(HERMES)
+    agents = agent_flags({"SM_VLLM_CHAT_TEMPLATE": str(operator)}, model, [])
+    assert "'<tool_call>'" in agents.summary and agents.auto_tool_choice_refusal is None
+
+
+def test_a_named_parser_on_a_template_without_tool_syntax(tmp_path):
+    model = model_dir(tmp_path, CHATML, "llama")
+    agents = agent_flags({"SM_VLLM_TOOL_CALL_PARSER": "hermes"}, model, [])
+    assert agents.chat_template is not None
+    problems: list[str] = []
+    agent_flags({"SM_VLLM_TOOL_CALL_PARSER": "mistral"}, model, problems)
+    (problem,) = problems
+    assert "Set it to hermes" in problem
+    agents = agent_flags({"SM_VLLM_TOOL_CALL_PARSER": "none"}, model, [])
+    assert "--tool-call-parser" not in agents.flags and agents.chat_template is None
+
+
+def test_the_engine_is_started_with_the_written_template_beside_its_socket(tmp_path):
+    root = tmp_path / "opt_ml"
+    model_dir((root / "model").mkdir(parents=True) or root / "model", CHATML, "llama")
+    settings = load_settings({"OPT_ML_ROOT": str(root)})
+    socket_path = tmp_path / "engine" / "engine.sock"
+    socket_path.parent.mkdir()
+    write_engine_files(settings, socket_path)
+    argv = build_argv(settings, socket_path)
+    written = Path(argv[argv.index("--chat-template") + 1])
+    assert written.parent == socket_path.parent
+    assert written.read_text() == settings.agent_chat_template
+    # An operator's template wins: the container writes none.
+    operator = tmp_path / "operator.jinja"
+    operator.write_text(CHATML)
+    settings = load_settings({"OPT_ML_ROOT": str(root), "SM_VLLM_CHAT_TEMPLATE": str(operator)})
+    argv = build_argv(settings, socket_path)
+    assert argv.count("--chat-template") == 1 and argv[-1] == str(operator)
+
+
+AUTO_REFUSED = "tool_choice auto is not served here."
+
+
+@pytest.mark.parametrize(
+    ("fields", "refused"),
+    [
+        ({"tool_choice": "auto"}, True),
+        ({}, True),
+        ({"tool_choice": "required"}, False),
+        ({"tool_choice": {"type": "function", "function": {"name": "f"}}}, False),
+        ({"tool_choice": "none"}, False),
+    ],
+)
+def test_the_front_refuses_auto_where_it_is_not_served_on_every_road(fields, refused):
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    payload = {"messages": [{"role": "user", "content": "Hi"}], "tools": tools, **fields}
+    body = json.dumps(payload).encode()
+    edit = plan(body, "m", AUTO_REFUSED)
+    assert (edit.refusal == (400, AUTO_REFUSED)) is refused
+    assert plan(body, "m").refusal is None
+    if refused:
+        with pytest.raises(RequestRefused, match=AUTO_REFUSED):
+            check_relayed_chat(body, AUTO_REFUSED)
+    else:
+        check_relayed_chat(body, AUTO_REFUSED)
+    check_relayed_chat(body, None)
