@@ -26,6 +26,19 @@ def read_all(sock: socket.socket) -> bytes:
     return data
 
 
+def read_one(sock: socket.socket) -> bytes:
+    """One answer, its head and its Content-Length body, without waiting for the server to
+    close the connection."""
+    data = b""
+    while b"\r\n\r\n" not in data and (chunk := sock.recv(65536)):
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int((header_values(data, b"content-length") or [b"0"])[0])
+    while len(body) < length and (chunk := sock.recv(65536)):
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
 def exchange(url: str, request: bytes, timeout: float = 60) -> bytes:
     """Send `request` (ask for Connection: close) and return the whole answer."""
     with connect(url, timeout=timeout) as sock:
