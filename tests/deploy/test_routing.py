@@ -11,15 +11,10 @@ import pytest
 from tests.deploy.test_endpoint_rollout import PLAIN_CONFIG
 from tests.support.cli import run_cli
 from tests.support.deploy import (
-    ACCOUNT_ARN,
-    ENDPOINT,
-    VERSIONED,
-    Stubbed,
     deploy_argv,
     deploy_cli,
-    endpoint,
 )
-from tests.support.rollout import ARGS, CREATE_MODEL, NOT_FOUND
+from tests.support.rollout import ARGS, deploys
 
 STRATEGIES = {
     "least-outstanding": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
@@ -37,25 +32,6 @@ def config_with(routing: dict, metrics: dict) -> dict:
     config["ProductionVariants"][0]["RoutingConfig"] = routing
     config["MetricsConfig"] = metrics
     return config
-
-
-def deploys(options: list[str], expected_config: dict) -> None:
-    stubbed = Stubbed()
-    sagemaker = stubbed.sagemaker
-    sagemaker.add_client_error("describe_endpoint", **NOT_FOUND)
-    sagemaker.add_response("create_model", {"ModelArn": f"{ACCOUNT_ARN}:model/x"}, CREATE_MODEL)
-    sagemaker.add_response(
-        "create_endpoint_config", {"EndpointConfigArn": f"{ACCOUNT_ARN}:ec/x"}, expected_config
-    )
-    sagemaker.add_response(
-        "create_endpoint",
-        {"EndpointArn": f"{ACCOUNT_ARN}:endpoint/{ENDPOINT}"},
-        {"EndpointName": ENDPOINT, "EndpointConfigName": VERSIONED},
-    )
-    sagemaker.add_response("describe_endpoint", endpoint("InService"), {"EndpointName": ENDPOINT})
-    code, _, err = run_cli(deploy_cli, deploy_argv(*ARGS, *options), connect_to=stubbed.connect)
-    assert code == 0, err
-    stubbed.assert_done()
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

@@ -17,16 +17,11 @@ from deploy.traffic_capture import JSON_CONTENT_TYPES, DataCapture, Tracing
 from tests.deploy.test_endpoint_rollout import PLAIN_CONFIG
 from tests.support.cli import fails, run_cli
 from tests.support.deploy import (
-    ACCOUNT_ARN,
-    ENDPOINT,
-    VERSIONED,
-    Stubbed,
     deploy_argv,
     deploy_cli,
-    endpoint,
     parse_json_stream,
 )
-from tests.support.rollout import ARGS, CREATE_MODEL, DEPLOYED, NOT_FOUND
+from tests.support.rollout import ARGS, DEPLOYED, deploys
 
 CAPTURE = ("--data-capture", "s3://models/captures/")
 TRACING = ("--tracing", "5")
@@ -43,26 +38,6 @@ TRACED = {"EnableTracing": True, "InitialSamplingPercentage": 5}
 
 def call_of(printed: dict) -> Call:
     return Call(printed["service"], printed["operation"], printed["parameters"])
-
-
-def deploys(options: list[str], expected_config: dict) -> None:
-    """A new endpoint made with `options`, its CreateEndpointConfig exactly `expected_config`."""
-    stubbed = Stubbed()
-    sagemaker = stubbed.sagemaker
-    sagemaker.add_client_error("describe_endpoint", **NOT_FOUND)
-    sagemaker.add_response("create_model", {"ModelArn": f"{ACCOUNT_ARN}:model/x"}, CREATE_MODEL)
-    sagemaker.add_response(
-        "create_endpoint_config", {"EndpointConfigArn": f"{ACCOUNT_ARN}:ec/x"}, expected_config
-    )
-    sagemaker.add_response(
-        "create_endpoint",
-        {"EndpointArn": f"{ACCOUNT_ARN}:endpoint/{ENDPOINT}"},
-        {"EndpointName": ENDPOINT, "EndpointConfigName": VERSIONED},
-    )
-    sagemaker.add_response("describe_endpoint", endpoint("InService"), {"EndpointName": ENDPOINT})
-    code, _, err = run_cli(deploy_cli, deploy_argv(*ARGS, *options), connect_to=stubbed.connect)
-    assert code == 0, err
-    stubbed.assert_done()
 
 
 def config_with(**members: dict) -> dict:

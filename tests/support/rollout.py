@@ -8,7 +8,9 @@ from botocore.stub import ANY
 from deploy.plan import Plan
 from deploy.s3 import parse_prefix
 from deploy.sizing import size_for
+from tests.support.cli import run_cli
 from tests.support.deploy import (
+    ACCOUNT_ARN,
     ENDPOINT,
     HEAD_URI,
     IMAGE,
@@ -17,7 +19,11 @@ from tests.support.deploy import (
     TARGET_URI,
     VERSIONED,
     WHEN,
+    Stubbed,
     client_error,
+    deploy_argv,
+    deploy_cli,
+    endpoint,
 )
 
 NOT_FOUND = client_error("ValidationException", 'Could not find endpoint "qwen-peagle".')
@@ -160,3 +166,24 @@ DEPLOYED = Plan(
     instance_type="ml.g7e.2xlarge",
     sizing=size_for(31 * 10**9, "ml.g7e.2xlarge"),
 )
+
+
+def deploys(options: list[str], expected_config: dict) -> None:
+    """A new endpoint deployed with `options` (after ARGS), its CreateEndpointConfig exactly
+    `expected_config`: every call stubbed, every parameter checked."""
+    stubbed = Stubbed()
+    sagemaker = stubbed.sagemaker
+    sagemaker.add_client_error("describe_endpoint", **NOT_FOUND)
+    sagemaker.add_response("create_model", {"ModelArn": f"{ACCOUNT_ARN}:model/x"}, CREATE_MODEL)
+    sagemaker.add_response(
+        "create_endpoint_config", {"EndpointConfigArn": f"{ACCOUNT_ARN}:ec/x"}, expected_config
+    )
+    sagemaker.add_response(
+        "create_endpoint",
+        {"EndpointArn": f"{ACCOUNT_ARN}:endpoint/{ENDPOINT}"},
+        {"EndpointName": ENDPOINT, "EndpointConfigName": VERSIONED},
+    )
+    sagemaker.add_response("describe_endpoint", endpoint("InService"), {"EndpointName": ENDPOINT})
+    code, _, err = run_cli(deploy_cli, deploy_argv(*ARGS, *options), connect_to=stubbed.connect)
+    assert code == 0, err
+    stubbed.assert_done()
