@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import signal
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -42,6 +43,9 @@ LONG = {
 }
 TIMEOUT_SECONDS = 900.0
 RUNNING_SECONDS = 120.0
+# A stall or a death is noticed in seconds (the stall window, then one poll): far past it,
+# the measurement has gone wrong, and says how.
+NOTICE_SECONDS = 120.0
 COLUMNS = {
     "cold_start_s": "cold start s",
     "bare_vllm_cold_start_s": "bare vLLM cold start s",
@@ -56,50 +60,106 @@ COLUMNS = {
 }
 
 
-def until_ping(url: str, status: int, since: float) -> float:
-    """Seconds from `since` until URL/ping answers `status` (SageMaker's 2 s timeout)."""
+class Pinged(Protocol):
+    """What is pinged: the front (a Container) or bare vLLM."""
+
+    name: str
+    url: str
+    log_path: Path
+
+    def exit_code(self) -> int | None: ...
+
+    def tail(self, lines: int = 40) -> str: ...
+
+
+def until_ping(server: Pinged, status: int, since: float, within: float = TIMEOUT_SECONDS) -> float:
+    """Seconds from `since` until the server's /ping answers `status` (SageMaker's 2 s
+    timeout). An error with the end of its log once it has exited, or after `within`
+    seconds: a measurement gone wrong says how, at once."""
     while True:
         try:
-            if httpx.get(f"{url}/ping", timeout=2.0).status_code == status:
+            if httpx.get(f"{server.url}/ping", timeout=2.0).status_code == status:
                 return time.monotonic() - since
         except httpx.HTTPError:
             pass
-        if time.monotonic() - since > TIMEOUT_SECONDS:
-            raise TimeoutError(f"{url}/ping never answered {status}")
+        if (code := server.exit_code()) is not None:
+            raise RuntimeError(
+                f"{server.name} exited ({code}) before /ping answered {status}; its log "
+                f"({server.log_path}) ends:\n{server.tail()}"
+            )
+        if time.monotonic() - since > within:
+            raise TimeoutError(
+                f"{server.name}: /ping did not answer {status} in {within:.0f} s; its log "
+                f"({server.log_path}) ends:\n{server.tail()}"
+            )
         time.sleep(0.1)
 
 
-def keep_busy(url: str, stop: threading.Event, generating: threading.Event) -> None:
-    """Long streamed requests one after another until `stop`, `generating` set once the
-    engine has sent the first tokens of one: from then on one is running whenever the engine
-    is stopped, however soon a single one would have ended."""
-    while not stop.is_set():
-        try:
-            with httpx.stream(
-                "POST", f"{url}/invocations", json={**LONG, "stream": True}, timeout=600
-            ) as response:
-                for _ in response.iter_bytes():
-                    generating.set()
-        except httpx.HTTPError:
-            pass
+class Busy:
+    """Long streamed requests one after another, on a thread, until `stop`: from the first
+    token of one on, a request is in flight whenever the engine is stopped, however soon a
+    single one would have ended. Only a token streamed under a 200 counts: an error's body
+    is kept in `refused` and the request sent again."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.stop, self.generating = threading.Event(), threading.Event()
+        self.refused: list[str] = []
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                with httpx.stream(
+                    "POST", f"{self.url}/invocations", json={**LONG, "stream": True}, timeout=600
+                ) as response:
+                    if response.status_code != 200:
+                        self.refused.append(f"{response.status_code} {response.read()[:300]!r}")
+                        time.sleep(1.0)
+                        continue
+                    for chunk in response.iter_bytes():
+                        if b'"content"' in chunk:
+                            self.generating.set()
+            except httpx.HTTPError as error:
+                self.refused.append(repr(error))
+
+    def running(self, container: Container) -> None:
+        """Until the engine streams a request's first tokens. (A poll of vLLM's own
+        num_requests_running gauge through the front never read 1 in two minutes on CI,
+        while the engine logged one request running, 2026-12-07: the tokens are the proof.)"""
+        self.thread.start()
+        if not self.generating.wait(RUNNING_SECONDS):
+            raise TimeoutError(
+                f"{container.name}: no token of a request in {RUNNING_SECONDS:.0f} s "
+                f"(answers: {self.refused[-3:]}); its log ({container.log_path}) ends:\n"
+                f"{container.tail()}"
+            )
 
 
-def running(container: Container, generating: threading.Event) -> None:
-    """Until the engine streams a request's first tokens. (A poll of vLLM's own
-    num_requests_running gauge through the front never read 1 in two minutes on CI, while the
-    engine logged one request running, 2026-12-07: the tokens themselves are the proof.)"""
-    if not generating.wait(RUNNING_SECONDS):
-        raise TimeoutError(
-            f"{container.name}: no token of a request in {RUNNING_SECONDS:.0f} s; its log: "
-            f"{container.log_path}"
-        )
+@dataclasses.dataclass
+class BareVllm:
+    """Bare vLLM as a user would run it, pinged like the front."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    name: str = "bare vLLM"
+
+    def exit_code(self) -> int | None:
+        return self.process.poll()
+
+    def tail(self, lines: int = 40) -> str:
+        text = self.log_path.read_text(errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
 
 
 @contextlib.contextmanager
-def bare_vllm(container: LocalContainer, log_path: Path) -> Iterator[str]:
-    """Bare vLLM as a user would run it, with the container's argv on a TCP port instead of
-    the front's private socket; its URL."""
+def bare_vllm(container: LocalContainer, log_path: Path) -> Iterator[BareVllm]:
+    """Bare vLLM with the container's argv on a TCP port instead of the front's private
+    socket. Its port is taken after the container's, which it must not share."""
     port = free_port()
+    while port == container.port:
+        port = free_port()
     argv = build_argv(load_settings(container.environment()), Path("unused.sock"))
     at = argv.index("--uds")
     argv[at : at + 2] = ["--host", "127.0.0.1", "--port", str(port)]
@@ -109,7 +169,7 @@ def bare_vllm(container: LocalContainer, log_path: Path) -> Iterator[str]:
             argv, env=container.environment(), stdout=log, stderr=subprocess.STDOUT
         )
         try:
-            yield f"http://127.0.0.1:{port}"
+            yield BareVllm(f"http://127.0.0.1:{port}", bare, log_path)
         finally:
             bare.terminate()
             try:
@@ -121,20 +181,18 @@ def bare_vllm(container: LocalContainer, log_path: Path) -> Iterator[str]:
 def faults(container: Container, cold_start: float) -> dict[str, float]:
     """The stall and the kill, each timed to /ping 503 and back to 200, and each recovery
     (the restart in place) over the cold start."""
-    stop, generating = threading.Event(), threading.Event()
-    busy = threading.Thread(target=keep_busy, args=(container.url, stop, generating), daemon=True)
-    busy.start()
-    running(container, generating)
+    busy = Busy(container.url)
+    busy.running(container)
     container.kill_engine(signal.SIGSTOP, workers=True)
     stopped = time.monotonic()
-    stop.set()
-    stall_to_503 = until_ping(container.url, 503, stopped)
-    stall_to_200 = until_ping(container.url, 200, stopped)
-    busy.join(60)
+    busy.stop.set()
+    stall_to_503 = until_ping(container, 503, stopped, NOTICE_SECONDS)
+    stall_to_200 = until_ping(container, 200, stopped)
+    busy.thread.join(60)
     container.kill_engine(signal.SIGKILL)
     killed = time.monotonic()
-    kill_to_503 = until_ping(container.url, 503, killed)
-    kill_to_200 = until_ping(container.url, 200, killed)
+    kill_to_503 = until_ping(container, 503, killed, NOTICE_SECONDS)
+    kill_to_200 = until_ping(container, 200, killed)
     return {
         "stall_to_ping_503_s": stall_to_503,
         "stall_to_ping_200_s": stall_to_200,
@@ -146,17 +204,17 @@ def faults(container: Container, cold_start: float) -> dict[str, float]:
 
 
 def host_life(container: LocalContainer, log_dir: Path) -> dict[str, float]:
-    with bare_vllm(container, log_dir / "lifecycle-bare.log") as bare_url, container.start():
+    with bare_vllm(container, log_dir / "lifecycle-bare.log") as bare, container.start():
         began = time.monotonic()
         # The front's pings and the bare engine's at once: each timed when it answers.
         front: dict[str, float] = {}
         waiting = threading.Thread(target=lambda: front.update(ready=container.wait_ready()))
         waiting.start()
-        bare = until_ping(bare_url, 200, began)
+        bare_ready = until_ping(bare, 200, began)
         waiting.join()
         if "ready" not in front:
             raise RuntimeError(f"the front never answered /ping 200; its log: {container.log_path}")
-        figures = {"cold_start_s": front["ready"], "bare_vllm_cold_start_s": bare}
+        figures = {"cold_start_s": front["ready"], "bare_vllm_cold_start_s": bare_ready}
         figures |= faults(container, front["ready"])
     return figures
 
