@@ -8,12 +8,18 @@ into an object first (vllm/renderers/chat_utils.py, `_postprocess_messages`: "to
 templates expect them" so); the template then writes the call in the model's own syntax
 (`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, `<|call|>`, ...). Rendering a
 captured session the same way gives the same text the target produced and read.
+
+The template is the one the serving container gives the engine: the target's own, or, for a
+ChatML template with no tool syntax, the one the container writes around it with Qwen2.5's
+tools section (serving/engine_args/chatml_tools.py), which renders every chat without tools
+byte for byte as the target's own does and every tool call as the endpoint served it.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 Chat = dict[str, Any]  # {"messages": [...], "tools": [...] (optional)}
@@ -62,3 +68,21 @@ def messages_of(chat: Chat) -> list[dict[str, Any]]:
 def tools_of(chat: Chat) -> list[Any] | None:
     tools = chat.get("tools")
     return tools if isinstance(tools, list) and tools else None
+
+
+def served_chat_template(target: Path) -> str | None:
+    """The chat template the serving container writes for `target` (its default settings),
+    or None where it serves the target's own."""
+    from serving.engine_args.agents import agent_flags
+
+    return agent_flags({}, target, []).chat_template
+
+
+def serving_tokenizer(target: Path) -> Any:
+    """The target's tokenizer, rendering chats with the template the container serves."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(target)
+    if (template := served_chat_template(target)) is not None:
+        tokenizer.chat_template = template
+    return tokenizer

@@ -18,7 +18,7 @@ from typing import Any
 from serving.metrics import ACCEPTED, ACCEPTED_PER_POSITION, DRAFTS
 from serving.preflight.vllm_facts import MASK_TOKEN_KEYS
 from training import cpu_shims
-from training.chat_render import Chat, messages_of, tools_of
+from training.chat_render import Chat, messages_of, served_chat_template, tools_of
 
 MAX_TOKENS = 64
 
@@ -78,6 +78,7 @@ def measure(
         **{**(cpu_shims.vllm_settings() if cpu_shims.needed() else {}), **(settings or {})},
     )
     sampling = SamplingParams(temperature=0, max_tokens=max_tokens)
+    template = served_chat_template(target)  # tools shown as the endpoint shows them
     measured = {}
     before = counters(llm)
     for name, prompts in prompt_sets.items():
@@ -86,7 +87,9 @@ def measure(
         for prompt in prompts:
             by_tools.setdefault(json.dumps(tools_of(prompt)), []).append(messages_of(prompt))
         for tools, group in by_tools.items():
-            llm.chat(group, sampling, use_tqdm=False, tools=json.loads(tools))
+            llm.chat(
+                group, sampling, use_tqdm=False, tools=json.loads(tools), chat_template=template
+            )
         after = counters(llm)
         positions = [now - then for now, then in zip_longest(after[2], before[2], fillvalue=0)]
         measured[name] = figures(

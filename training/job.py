@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from training import choice, cpu_shims, hidden_states, precision, regenerate, rows, start_head
+from training.chat_render import serving_tokenizer
 from training.contract import (
     HEAD_CHANNEL,
     HEAD_CONFIG,
@@ -142,8 +143,6 @@ def channel_split(layout: Layout, name: str, hp: Hyperparameters) -> rows.Split:
 
 
 def run(layout: Layout, hp: Hyperparameters) -> Report:
-    from transformers import AutoTokenizer
-
     started = time.monotonic()
     target = require_target(layout)
     channel_head = layout.channel(HEAD_CHANNEL)
@@ -176,8 +175,7 @@ def run(layout: Layout, hp: Hyperparameters) -> Report:
         )
         train_rows = [row for _, row in answered]
     else:
-        tokenizer = AutoTokenizer.from_pretrained(target)
-        train_rows = rows.tokenized(tokenizer, learn_from, hp.max_length)
+        train_rows = rows.tokenized(serving_tokenizer(target), learn_from, hp.max_length)
     if not train_rows:
         raise rows.no_rows(train_dir)
     log(

@@ -21,8 +21,9 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from serving.engine_args.agents import agent_flags
 from training import cpu_shims
-from training.chat_render import Chat
+from training.chat_render import Chat, served_chat_template
 from training.rows import Row
 from training.steps import run_step
 
@@ -35,11 +36,19 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def server_argv(target: Path, port: int, dtype: str | None = None) -> list[str]:
+def server_argv(
+    target: Path, port: int, dtype: str | None = None, chat_template: Path | None = None
+) -> list[str]:
+    """vLLM's server for `target` with the serving container's flags for agents (tool-call
+    parser, arguments held to their schemas, bounded JSON whitespace) and its chat template,
+    so that answers are written as the endpoint writes them."""
     argv = [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server",
         "--model", str(target), "--host", "127.0.0.1", "--port", str(port),
+        *agent_flags({}, target, []).flags,
     ]  # fmt: skip
+    if chat_template is not None:
+        argv += ["--chat-template", str(chat_template)]
     if cpu_shims.needed():
         settings = cpu_shims.vllm_settings()
         if dtype:
@@ -63,8 +72,14 @@ def vllm_server(target: Path, log: Path, dtype: str | None = None) -> Iterator[s
     """vLLM's OpenAI server for `target` on a free loopback port; its chat URL."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
+    template = None
+    if (served := served_chat_template(target)) is not None:
+        template = log.with_name("chat_template.jinja")
+        template.write_text(served)
     with log.open("w") as output:
-        server = subprocess.Popen(server_argv(target, port, dtype), stdout=output, stderr=output)
+        server = subprocess.Popen(
+            server_argv(target, port, dtype, template), stdout=output, stderr=output
+        )
     try:
         deadline = time.monotonic() + SERVER_START_SECONDS
         while not healthy(url):
