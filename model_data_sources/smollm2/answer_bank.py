@@ -1,8 +1,10 @@
 """The real target's answers to the prompt bank (prompt_bank.py), kept in the repository as
 data, so that no machine answers them twice: each conversation with the target's own
 answers, greedy, in the OpenAI chat format a training job's train channel takes
-(`{"messages": [...], "kind": ...}`), in shards of SHARD_SIZE conversations,
-`answers/shard-NNN.jsonl.xz`.
+(`{"messages": [...], "tools": [...] (agents' sessions), "kind": ...}`), in shards of
+SHARD_SIZE conversations, `answers/shard-NNN.jsonl.xz`. The target answers through vLLM with
+the serving container's chat template and agent flags (training/regenerate.py), so an agent's
+session is written as the endpoint writes it.
 
     python -m model_data_sources.smollm2 answer-bank [--shards N] [--concurrency C]
 
@@ -25,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from model_data_sources.smollm2 import prompt_bank
+from model_data_sources.smollm2 import prompt_bank, tool_sessions
 
 ANSWERS = Path(__file__).parent / "answers"
 MANIFEST = ANSWERS / "manifest.json"
@@ -66,35 +68,77 @@ def read_manifest() -> dict[str, Any]:
     return json.loads(MANIFEST.read_text()) if MANIFEST.is_file() else {"shards": {}}
 
 
-def chat(endpoint: str, messages: list[dict[str, Any]]) -> tuple[str, str, int]:
-    """The target's greedy answer: its text, why it stopped, its tokens."""
-    body = {"messages": messages, "max_tokens": MAX_ANSWER_TOKENS, "temperature": 0}
+def chat(
+    endpoint: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None = None,
+    tool_choice: Any = None,
+) -> tuple[dict[str, Any], str, int]:
+    """The target's greedy answer: its assistant message (the text, or the tool calls, each
+    given the id `call_N`, N counting the conversation's calls), why it stopped, its tokens."""
+    body: dict[str, Any] = {"messages": messages, "max_tokens": MAX_ANSWER_TOKENS, "temperature": 0}
+    if tools:
+        body |= {"tools": tools, "tool_choice": tool_choice or "auto"}
     request = urllib.request.Request(
         endpoint, json.dumps(body).encode(), {"Content-Type": "application/json"}
     )
     with urllib.request.urlopen(request, timeout=REQUEST_SECONDS) as response:
         answer = json.loads(response.read())
     choice = answer["choices"][0]
-    return (
-        choice["message"]["content"] or "",
-        choice["finish_reason"],
-        answer["usage"]["completion_tokens"],
-    )
+    message: dict[str, Any] = {"role": "assistant", "content": choice["message"]["content"] or ""}
+    calls = choice["message"].get("tool_calls") or []
+    if calls:
+        made = sum(len(m.get("tool_calls") or ()) for m in messages)
+        message = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": f"call_{made + n}", "type": "function", "function": call["function"]}
+                for n, call in enumerate(calls, start=1)
+            ],
+        }
+    return message, choice["finish_reason"], answer["usage"]["completion_tokens"]
+
+
+def tool_results(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tools' answers to the message's calls, as an agent sends them back."""
+    results = []
+    for call in message.get("tool_calls") or ():
+        try:
+            arguments = json.loads(call["function"]["arguments"])
+        except (TypeError, ValueError):
+            arguments = {}
+        output = tool_sessions.result(
+            call["function"]["name"], arguments if isinstance(arguments, dict) else {}
+        )
+        results.append({"role": "tool", "tool_call_id": call["id"], "content": json.dumps(output)})
+    return results
 
 
 def answered(endpoint: str, conversation: dict[str, Any]) -> dict[str, Any]:
-    """The conversation with each assistant turn written by the target, one after another."""
+    """The conversation with each assistant turn written by the target, one after another.
+    An agent's session (tool_sessions.py): the target's answer under its `tool_choice`, then,
+    unless the function was named (structured output: the call is the answer), the tools'
+    results and the target's answer to them under `auto`."""
     messages: list[dict[str, Any]] = []
     finishes, tokens = [], 0
+    tools = conversation.get("tools")
     asked = [m for m in conversation["messages"] if m["role"] != "assistant"]
     for message in asked:
         messages.append(message)
-        text, finish, count = chat(endpoint, messages)
-        messages.append({"role": "assistant", "content": text})
+        answer, finish, count = chat(endpoint, messages, tools, conversation.get("tool_choice"))
+        messages.append(answer)
+        finishes.append(finish)
+        tokens += count
+    if tools and conversation.get("shape") != "named" and (results := tool_results(messages[-1])):
+        messages += results
+        answer, finish, count = chat(endpoint, messages, tools, "auto")
+        messages.append(answer)
         finishes.append(finish)
         tokens += count
     kind = conversation["kind"]
-    return {"kind": kind, "messages": messages, "finish": finishes, "tokens": tokens}
+    record = {"kind": kind, "messages": messages, "finish": finishes, "tokens": tokens}
+    return record | ({"tools": tools} if tools else {})
 
 
 def answer_shard(
@@ -132,10 +176,8 @@ def write_shard(
     index: int, asked: list[dict[str, Any]], conversations: list[dict[str, Any]], figures: dict
 ) -> None:
     ANSWERS.mkdir(exist_ok=True)
-    text = "".join(
-        json.dumps({"kind": c["kind"], "messages": c["messages"], "finish": c["finish"]}) + "\n"
-        for c in conversations
-    )
+    kept = ("kind", "tools", "messages", "finish")
+    text = "".join(json.dumps({k: c[k] for k in kept if k in c}) + "\n" for c in conversations)
     path = ANSWERS / shard_name(index)
     path.write_bytes(lzma.compress(text.encode(), preset=9 | lzma.PRESET_EXTREME))
     manifest = read_manifest()

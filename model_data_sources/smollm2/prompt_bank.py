@@ -1,7 +1,8 @@
 """The prompts the real target answers for its heads' data: about 15,000 conversations of the
 kinds an endpoint serves (everyday chat, how-to, explanations, comparisons, code, code read
-and explained, JSON and extraction, rewriting, summaries, multi-turn), written from code (no
-dataset hub is reachable here) and seeded.
+and explained, JSON and extraction, rewriting, summaries, multi-turn, and agents' requests
+with tools: tool_sessions.py), written from code (no dataset hub is reachable here) and
+seeded.
 
 The bank is written once and kept with the target's answers (answer_bank.py stores both, as
 compressed text in the repository), so which Python wrote it does not matter after that:
@@ -21,6 +22,8 @@ import random
 import textwrap
 from collections.abc import Iterator
 from typing import Any
+
+from model_data_sources.smollm2 import tool_sessions
 
 SEED = 20261207
 
@@ -369,6 +372,7 @@ SUMMARY_FORMS = (
 COUNTS = {
     "chat": 4200, "how_to": 1400, "explain": 1500, "compare": 450, "code": 2200,
     "code_reading": 900, "json": 1500, "rewrite": 600, "summary": 700, "multi_turn": 1500,
+    "tools": 1500,
 }  # fmt: skip
 
 
@@ -550,6 +554,15 @@ def conversations() -> list[dict[str, Any]]:
     share = COUNTS["multi_turn"] // 5
     firsts, code_firsts = follow_on[: COUNTS["multi_turn"] - share], code_follow_on[:share]
     bank += [{"messages": m, "kind": "multi_turn"} for m in multi_turn(rng, firsts, code_firsts)]
+    # Agent traffic, last (a kind added later goes at the end: answered shards keep their
+    # prompts), from a generator of its own so the kinds before it draw what they drew.
+    words = {
+        "cities": CITIES, "first": FIRST, "last": LAST, "products": PRODUCTS, "colors": COLORS,
+        "topics": TOPICS, "months": MONTHS, "events": EVENTS,
+    }  # fmt: skip
+    bank += tool_sessions.sessions(
+        random.Random(SEED + 1), COUNTS["tools"], words, {c["messages"][0]["content"] for c in bank}
+    )
     return bank
 
 

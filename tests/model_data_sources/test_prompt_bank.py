@@ -1,11 +1,16 @@
 """The real pair's prompt bank: broad, never asking the same thing twice, and apart from the
-held-out sets measured from elsewhere (HumanEval, the everyday questions)."""
+held-out sets measured from elsewhere (HumanEval, the everyday questions); agents' sessions
+among them, answered by the real target as the endpoint answers them."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
-from model_data_sources.smollm2 import prompt_bank, prompts
+import jsonschema
+import pytest
+
+from model_data_sources.smollm2 import answer_bank, prompt_bank, prompts, tool_sessions
 from workloads.prompts import everyday_questions, humaneval_prompts
 
 
@@ -26,3 +31,59 @@ def test_no_first_question_is_asked_twice_and_none_is_held_out_from_elsewhere() 
     text = "\n".join(firsts)
     assert not [question for question in everyday_questions() if question in text]
     assert not [prompt for prompt in humaneval_prompts() if prompt.strip() in text]
+
+
+def test_agents_sessions_offer_the_tool_they_need_in_the_shapes_agents_send() -> None:
+    sessions = [c for c in prompt_bank.conversations() if c["kind"] == "tools"]
+    shapes = Counter(session["shape"] for session in sessions)
+    for shape, share in tool_sessions.SHAPES.items():
+        assert abs(shapes[shape] - share * len(sessions)) <= 1, shapes
+    for session in sessions:
+        offered = [tool["function"]["name"] for tool in session["tools"]]
+        assert len(set(offered)) == len(offered) and 1 <= len(offered) <= 4
+        if session["shape"] == "named":
+            assert session["tool_choice"]["function"]["name"] in offered
+        else:
+            assert session["tool_choice"] == session["shape"]
+    for tool in tool_sessions.TOOLS.values():
+        jsonschema.Draft202012Validator.check_schema(tool["function"]["parameters"])
+
+
+def test_a_tool_answers_the_same_call_the_same_way() -> None:
+    weather = tool_sessions.result("get_weather", {"city": "Oslo", "unit": "fahrenheit"})
+    assert weather == tool_sessions.result("get_weather", {"unit": "fahrenheit", "city": "Oslo"})
+    assert weather["city"] == "Oslo" and weather["unit"] == "fahrenheit"
+    assert tool_sessions.result("calculate", {"expression": "(12 + 7) * 3"})["result"] == 57
+    assert "error" in tool_sessions.result("calculate", {"expression": "__import__('os')"})
+
+
+def session_of(shape: str) -> dict:
+    sessions = [c for c in prompt_bank.conversations() if c["kind"] == "tools"]
+    return next(c for c in sessions if c["shape"] == shape)
+
+
+@pytest.mark.parametrize("shape", ["named", "required"])
+def test_the_real_target_answers_an_agents_session_as_the_endpoint_does(real, shape) -> None:
+    """Through the container `make serve` runs: a named call ends the session; a required
+    call gets the tool's result back and the target's answer to it."""
+    session = session_of(shape)
+    record = answer_bank.answered(f"{real.url}/v1/chat/completions", session)
+    assert record["tools"] == session["tools"] and record["kind"] == "tools"
+    call = record["messages"][1]
+    if not call.get("tool_calls"):  # the answer ran to max_tokens inside the call
+        assert record["finish"] == ["length"], record
+        return
+    (made,) = call["tool_calls"]
+    schema = next(
+        tool["function"]["parameters"]
+        for tool in session["tools"]
+        if tool["function"]["name"] == made["function"]["name"]
+    )
+    jsonschema.validate(json.loads(made["function"]["arguments"]), schema)
+    if shape == "named":
+        assert made["function"]["name"] == session["tool_choice"]["function"]["name"]
+        assert len(record["messages"]) == 2 and record["finish"] == ["stop"]
+    else:
+        result, answer = record["messages"][2:]
+        assert result["role"] == "tool" and result["tool_call_id"] == made["id"] == "call_1"
+        assert answer["role"] == "assistant" and len(record["finish"]) == 2
