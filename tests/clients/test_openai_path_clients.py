@@ -3,7 +3,9 @@ meets it: the SageMaker Python SDK v3 makes the bearer token, plain HTTPS reques
 OpenAI SDK (unchanged, in environments of their own) call `/endpoints/<ep>/openai/v1` with
 it, and the container with P-EAGLE on answers the same greedy text the target gives on
 /invocations. A missing, malformed, expired or wrongly signed token is refused before the
-container sees the call (local_runtime/bearer.py)."""
+container sees the call (local_runtime/bearer.py). Every case runs on the demo pair and on
+the real pair `make serve` serves (SmolLM2-135M-Instruct, whose chat template has no tool
+syntax: its forced calls and structured answers are the engine's grammar's)."""
 
 from __future__ import annotations
 
@@ -22,16 +24,22 @@ ENDPOINT = "my-endpoint"
 PROMPT = "def fibonacci(n):"  # tests/clients/calls/common.py's
 
 
+@pytest.fixture(scope="module", params=["demo pair", "real pair"])
+def served(request, peagle, real):
+    """The container with P-EAGLE on: the demo pair's, and the real pair's."""
+    return {"demo pair": peagle, "real pair": real}[request.param]
+
+
 @pytest.fixture(scope="module")
-def runtime_url(peagle):
-    with local_runtime(peagle.url) as url:
+def runtime_url(served):
+    with local_runtime(served.url) as url:
         yield url
 
 
 @pytest.fixture(scope="module")
-def greedy(peagle) -> str:
+def greedy(served) -> str:
     body = {"messages": [{"role": "user", "content": PROMPT}], "max_tokens": MAX_TOKENS}
-    answer = httpx.post(f"{peagle.url}/invocations", json={**body, "temperature": 0}, timeout=120)
+    answer = httpx.post(f"{served.url}/invocations", json={**body, "temperature": 0}, timeout=120)
     return answer.json()["choices"][0]["message"]["content"]
 
 
