@@ -31,9 +31,9 @@ import sys
 
 from bench import (
     batch_transform,
+    container_life,
     crossover,
     fidelity,
-    lifecycle,
     load,
     overhead,
     prefix_routing,
@@ -45,7 +45,7 @@ from bench import (
 from bench.options import main_of
 
 COMMANDS = (
-    run, sweep, crossover, overhead, load, lifecycle, variants, fidelity,
+    run, sweep, crossover, overhead, load, container_life, variants, fidelity,
     batch_transform, scrape, prefix_routing,
 )  # fmt: skip
 

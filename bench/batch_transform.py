@@ -1,7 +1,7 @@
 """A Batch Transform job on the demo, side by side with real-time calls to the same container.
 
 The records are HumanEval chat prompts, round-robin up to the count asked, with one bad
-record in the middle; the job is local_runtime/transform.py's, as the service would run it.
+record in the middle; the job is local_runtime/transform_job.py's, as the service would run it.
 Real time is measured first on the same prompts (each once, at each level) so the ratio is of
 one container, one run. The front's peak memory is its own process's (the engine's is apart).
 """
@@ -29,7 +29,7 @@ from bench.options import (
 from bench.report import markdown
 from bench.run import run_level, warm_up
 from bench.targets import UrlTarget
-from local_runtime import transform
+from local_runtime import transform_job
 
 BAD_RECORD = b'{"question": "neither chat, completion nor TGI"}'
 
@@ -118,8 +118,8 @@ def run_transform_bench(
     best = max(levels_seen, key=lambda level: level["output_tokens_per_s"])
     records = records_of(payloads, count)
     with httpx.Client() as client:
-        parameters = transform.execution_parameters(client, url, {})
-    lines, figures = asyncio.run(transform.run(records, url, parameters))
+        parameters = transform_job.execution_parameters(client, url, {})
+    lines, figures = asyncio.run(transform_job.run(records, url, parameters))
     lost = len(records) - len(lines)
     in_place = records_in_place(records, lines)
     tok_s = figures.completion_tokens / figures.seconds

@@ -17,7 +17,7 @@ that port (local_runtime/http2.py, local_runtime/bidirectional.py): each session
 to the container's WebSocket at /invocations-bidirectional-stream.
 
 `python -m local_runtime transform IN.jsonl OUT.jsonl` runs a Batch Transform job against the
-container instead (local_runtime/transform.py).
+container instead (local_runtime/transform_job.py).
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from pathlib import Path
 import uvicorn
 
 from local_runtime import http2
-from local_runtime.app import create_app
 from local_runtime.bearer import LOCAL_KEYS, BearerTokens
 from local_runtime.http2 import CERTIFICATE_FILE, DEFAULT_CERTIFICATE_DIR
 from local_runtime.runtime import INVOKE_TIMEOUT_SECONDS, Runtime
+from local_runtime.runtime_routes import create_app
 from local_runtime.shadow import DEFAULT_SAMPLE_PERCENT, Shadow
 
 # uvicorn.run's exit status when its server could not start (a port taken, say).
@@ -157,9 +157,9 @@ def async_invocations_from(args: argparse.Namespace, runtime: Runtime):
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["transform"]:
-        from local_runtime import transform
+        from local_runtime import transform_job
 
-        sys.exit(transform.main(argv[1:]))
+        sys.exit(transform_job.main(argv[1:]))
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     runtime = runtime_from(args)

@@ -22,8 +22,8 @@ from starlette.types import Receive, Scope, Send
 
 from local_runtime.asgi import request_headers
 from local_runtime.container import ContainerError
-from local_runtime.errors import validation_error
-from local_runtime.headers import to_container
+from local_runtime.passed_headers import to_container
+from local_runtime.runtime_errors import validation_error
 
 log = logging.getLogger("local_runtime.async")
 ASYNC_TIMEOUT_SECONDS = 3600.0

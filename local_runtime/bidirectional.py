@@ -32,9 +32,9 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from local_runtime import event_stream
 from local_runtime.asgi import raw_headers
-from local_runtime.errors import CONTAINER_NAME, model_error
-from local_runtime.headers import TO_CONTAINER, to_client
+from local_runtime.passed_headers import TO_CONTAINER, to_client
 from local_runtime.runtime import Call, Runtime, container_failed, refusal
+from local_runtime.runtime_errors import CONTAINER_NAME, model_error
 
 log = logging.getLogger("local_runtime")
 

@@ -22,8 +22,8 @@ from starlette.types import Receive, Scope, Send
 from local_runtime.asgi import request_headers
 from local_runtime.bearer import BearerTokens
 from local_runtime.container import ContainerError, StreamedAnswer
-from local_runtime.errors import CONTAINER_NAME, LOCAL_ACCOUNT, TIMED_OUT
 from local_runtime.runtime import MAX_BODY_BYTES, Runtime, container_failed, read_limited
+from local_runtime.runtime_errors import CONTAINER_NAME, LOCAL_ACCOUNT, TIMED_OUT
 
 log = logging.getLogger("local_runtime")
 CONTAINER_PATH = "/v1/chat/completions"

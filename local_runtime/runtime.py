@@ -1,5 +1,5 @@
 """The container behind the runtime, one client call as SageMaker sees it, and SageMaker's
-checks before the container sees that call: shared by every route (local_runtime/app.py,
+checks before the container sees that call: shared by every route (local_runtime/runtime_routes.py,
 local_runtime/bidirectional.py)."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from starlette.types import Receive, Scope
 
 from local_runtime.asgi import read_body, request_headers
 from local_runtime.container import ContainerClient, ContainerError
-from local_runtime.errors import CONTAINER_NAME, LOCAL_ACCOUNT, validation_error
-from local_runtime.headers import CUSTOM_ATTRIBUTES_MAX
+from local_runtime.passed_headers import CUSTOM_ATTRIBUTES_MAX
+from local_runtime.runtime_errors import CONTAINER_NAME, LOCAL_ACCOUNT, validation_error
 from local_runtime.shadow import Shadow
 
 log = logging.getLogger("local_runtime")

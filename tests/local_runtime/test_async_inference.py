@@ -14,8 +14,8 @@ from moto.server import ThreadedMotoServer
 
 from deploy.clients import Connection
 from deploy.waiting import Clock
-from local_runtime.app import Runtime, create_app
 from local_runtime.async_inference import AsyncInvocations
+from local_runtime.runtime_routes import Runtime, create_app
 from tests.support.cli import run_cli
 from tests.support.in_process import serving
 from tests.support.local_runtime import local_client, runtime_client

@@ -22,7 +22,7 @@ from botocore.exceptions import EventStreamError
 
 from harness.serving_container import free_port
 from local_runtime import event_stream
-from local_runtime.app import MAX_BODY_BYTES
+from local_runtime.runtime_routes import MAX_BODY_BYTES
 from serving.sse import DataSplitter
 from tests.support.local_runtime import local_runtime, runtime_client
 

@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import EventStreamError
 
 from harness.serving_container import free_port
-from local_runtime.app import MAX_BODY_BYTES
+from local_runtime.runtime_routes import MAX_BODY_BYTES
 from serving.sse import DataSplitter, Reassembly, chunks_of
 from tests.support.local_runtime import local_runtime, runtime_client
 from tests.support.scripted_container import ok, scripted_container, standin

@@ -17,7 +17,7 @@ import pytest
 
 from harness.serving_container import free_port
 from local_runtime.__main__ import parse_args, runtime_from
-from local_runtime.app import MAX_BODY_BYTES
+from local_runtime.runtime_routes import MAX_BODY_BYTES
 from local_runtime.shadow import Shadow
 from tests.support.in_process import serving
 from tests.support.local_runtime import local_runtime, runtime_client

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from harness.locations import REPO_ROOT
-from local_runtime.transform import Parameters, TransformFailed, mini_batches
+from local_runtime.transform_job import Parameters, TransformFailed, mini_batches
 from serving import transform
 from serving.settings import load_settings
 from tests.conftest import TRANSFORM_JOB_ENV

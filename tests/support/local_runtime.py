@@ -5,7 +5,7 @@ from __future__ import annotations
 import boto3
 from botocore.config import Config
 
-from local_runtime.app import Runtime, create_app
+from local_runtime.runtime_routes import Runtime, create_app
 from local_runtime.shadow import DEFAULT_SAMPLE_PERCENT, Shadow
 from tests.support.in_process import serving
 

@@ -27,13 +27,8 @@ from local_runtime.async_inference import AsyncInvocations
 from local_runtime.bearer import LOCAL_KEYS, BearerTokens
 from local_runtime.bidirectional import InvokeEndpointWithBidirectionalStream
 from local_runtime.container import Answer, ContainerError, StreamedAnswer
-from local_runtime.errors import (
-    TIMED_OUT,
-    model_error,
-    validation_error,
-)
-from local_runtime.headers import to_client, to_container
 from local_runtime.openai_path import OpenAIPath
+from local_runtime.passed_headers import to_client, to_container
 from local_runtime.runtime import (
     MAX_BODY_BYTES,
     Call,
@@ -41,6 +36,11 @@ from local_runtime.runtime import (
     container_failed,
     read_limited,
     refusal,
+)
+from local_runtime.runtime_errors import (
+    TIMED_OUT,
+    model_error,
+    validation_error,
 )
 
 log = logging.getLogger("local_runtime")
