@@ -20,7 +20,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -72,7 +72,13 @@ class Pinged(Protocol):
     def tail(self, lines: int = 40) -> str: ...
 
 
-def until_ping(server: Pinged, status: int, since: float, within: float = TIMEOUT_SECONDS) -> float:
+def until_ping(
+    server: Pinged,
+    status: int,
+    since: float,
+    within: float = TIMEOUT_SECONDS,
+    context: Callable[[], str] = str,
+) -> float:
     """Seconds from `since` until the server's /ping answers `status` (SageMaker's 2 s
     timeout). An error with the end of its log once it has exited, or after `within`
     seconds: a measurement gone wrong says how, at once."""
@@ -89,51 +95,82 @@ def until_ping(server: Pinged, status: int, since: float, within: float = TIMEOU
             )
         if time.monotonic() - since > within:
             raise TimeoutError(
-                f"{server.name}: /ping did not answer {status} in {within:.0f} s; its log "
-                f"({server.log_path}) ends:\n{server.tail()}"
+                f"{server.name}: /ping did not answer {status} in {within:.0f} s{context()}; "
+                f"its log ({server.log_path}) ends:\n{server.tail()}"
             )
         time.sleep(0.1)
 
 
-class Busy:
-    """Long streamed requests one after another, on a thread, until `stop`: from the first
-    token of one on, a request is in flight whenever the engine is stopped, however soon a
-    single one would have ended. Only a token streamed under a 200 counts: an error's body
-    is kept in `refused` and the request sent again."""
+class Stall:
+    """A long streamed request whose reader stops the engine's engine-core and workers
+    (SIGSTOP: a wedged GPU) at its first token, so the engine is stopped mid-answer with 1,800
+    tokens to go; the processes are found before the request is sent. On CI (2026-12-07) the
+    engine was stopped 6-14 s after the first token, by another thread and through a walk of
+    /proc on a loaded machine: the answer had ended, nothing was in flight, and no stall was
+    ever noticed. An error answer is kept in `refused` and the request sent again."""
 
-    def __init__(self, url: str):
-        self.url = url
-        self.stop, self.generating = threading.Event(), threading.Event()
+    def __init__(self, container: Container):
+        self.container = container
+        self.stop_engine_now = container.engine_killer(signal.SIGSTOP, workers=True)
+        self.stopped = threading.Event()
+        self.stopped_at = 0.0
         self.refused: list[str] = []
+        # What the reader saw, for the error when no stall is noticed: seconds from sending
+        # to the answer's head, to its first token and to the engine stopped, and what came
+        # after the stop.
+        self.seen: dict[str, float] = {}
         self.thread = threading.Thread(target=self.run, daemon=True)
 
     def run(self) -> None:
-        while not self.stop.is_set():
+        while not self.stopped.is_set():
             try:
+                sent = time.monotonic()
                 with httpx.stream(
-                    "POST", f"{self.url}/invocations", json={**LONG, "stream": True}, timeout=600
+                    "POST",
+                    f"{self.container.url}/invocations",
+                    json={**LONG, "stream": True},
+                    timeout=600,
                 ) as response:
+                    self.seen["head_s"] = time.monotonic() - sent
                     if response.status_code != 200:
                         self.refused.append(f"{response.status_code} {response.read()[:300]!r}")
                         time.sleep(1.0)
                         continue
                     for chunk in response.iter_bytes():
-                        if b'"content"' in chunk:
-                            self.generating.set()
+                        if self.stopped.is_set():
+                            self.seen["bytes_after_stop"] = len(chunk) + self.seen.get(
+                                "bytes_after_stop", 0
+                            )
+                        elif b'"content"' in chunk:
+                            self.seen["first_token_s"] = time.monotonic() - sent
+                            self.stop_engine()
+                            self.seen["stopped_s"] = self.stopped_at - sent
+                    # Read to its end: the front ends it once it has noticed the stall.
             except httpx.HTTPError as error:
                 self.refused.append(repr(error))
 
-    def running(self, container: Container) -> None:
-        """Until the engine streams a request's first tokens. (A poll of vLLM's own
-        num_requests_running gauge through the front never read 1 in two minutes on CI,
-        while the engine logged one request running, 2026-12-07: the tokens are the proof.)"""
+    def stop_engine(self) -> None:
+        try:
+            self.stop_engine_now()
+        except Exception as error:  # said by start(), on the main thread
+            self.refused.append(f"stopping the engine failed: {error!r}")
+            raise
+        self.stopped_at = time.monotonic()
+        self.stopped.set()
+
+    def start(self) -> float:
+        """When the engine was stopped."""
         self.thread.start()
-        if not self.generating.wait(RUNNING_SECONDS):
+        if not self.stopped.wait(RUNNING_SECONDS):
             raise TimeoutError(
-                f"{container.name}: no token of a request in {RUNNING_SECONDS:.0f} s "
-                f"(answers: {self.refused[-3:]}); its log ({container.log_path}) ends:\n"
-                f"{container.tail()}"
+                f"{self.container.name}: no token of a request in {RUNNING_SECONDS:.0f} s "
+                f"(answers: {self.refused[-3:]}); its log ({self.container.log_path}) ends:\n"
+                f"{self.container.tail()}"
             )
+        return self.stopped_at
+
+    def said(self) -> str:
+        return f" (the stalled request, seconds and bytes: {self.seen})"
 
 
 @dataclasses.dataclass
@@ -181,14 +218,11 @@ def bare_vllm(container: LocalContainer, log_path: Path) -> Iterator[BareVllm]:
 def faults(container: Container, cold_start: float) -> dict[str, float]:
     """The stall and the kill, each timed to /ping 503 and back to 200, and each recovery
     (the restart in place) over the cold start."""
-    busy = Busy(container.url)
-    busy.running(container)
-    container.kill_engine(signal.SIGSTOP, workers=True)
-    stopped = time.monotonic()
-    busy.stop.set()
-    stall_to_503 = until_ping(container, 503, stopped, NOTICE_SECONDS)
+    stall = Stall(container)
+    stopped = stall.start()
+    stall_to_503 = until_ping(container, 503, stopped, NOTICE_SECONDS, stall.said)
     stall_to_200 = until_ping(container, 200, stopped)
-    busy.thread.join(60)
+    stall.thread.join(60)
     container.kill_engine(signal.SIGKILL)
     killed = time.monotonic()
     kill_to_503 = until_ping(container, 503, killed, NOTICE_SECONDS)

@@ -8,13 +8,14 @@ started with `serve`, pinged with a 2 s timeout until the first 200, stopped wit
 
 from __future__ import annotations
 
+import functools
 import re
 import signal
 import socket
 import tempfile
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Self
 
@@ -81,6 +82,11 @@ class Container(ABC):
     def kill_engine(self, sig: int = signal.SIGKILL, workers: bool = False) -> None:
         """Send `sig` to the vLLM server process, as a crash or the OOM killer would; with
         `workers`, to its engine-core and worker processes instead (SIGSTOP: a wedged GPU)."""
+
+    def engine_killer(self, sig: int, workers: bool = False) -> Callable[[], None]:
+        """A call that does what kill_engine(sig, workers) does, as quickly as the backend
+        can: where it can, the processes are found now and the call only signals them."""
+        return functools.partial(self.kill_engine, sig, workers)
 
     def wait_exit(self, timeout: float) -> int:
         """The exit code once the container has stopped; TimeoutError after `timeout`."""
