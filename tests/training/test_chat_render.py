@@ -9,21 +9,12 @@ from __future__ import annotations
 import pytest
 
 from harness.locations import REAL_ROOT
-from tests.support.schemas import WEATHER
+from tests.serving.test_chatml_tools import TOOL
 from training.chat_render import served_chat_template, serving_tokenizer
 from training.rows import rows_of
 
 TARGET = REAL_ROOT / "model"
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "The weather in a city now.",
-            "parameters": WEATHER,
-        },
-    }
-]
+TOOLS = [TOOL]
 SESSION = {
     "tools": TOOLS,
     "messages": [
