@@ -119,6 +119,7 @@ class Stall:
         # to the answer's head, to its first token and to the engine stopped, and what came
         # after the stop.
         self.seen: dict[str, float] = {}
+        self.last = b""  # the end of the answer the engine was stopped in
         self.thread = threading.Thread(target=self.run, daemon=True)
 
     def run(self) -> None:
@@ -138,6 +139,7 @@ class Stall:
                         continue
                     for chunk in response.iter_bytes():
                         if self.stopped.is_set():
+                            self.last = chunk
                             self.seen["bytes_after_stop"] = len(chunk) + self.seen.get(
                                 "bytes_after_stop", 0
                             )
@@ -171,6 +173,14 @@ class Stall:
 
     def said(self) -> str:
         return f" (the stalled request, seconds and bytes: {self.seen})"
+
+    def check_interrupted(self) -> None:
+        """The answer the engine was stopped in did not end whole: the stall cut it."""
+        if b"[DONE]" in self.last:
+            raise RuntimeError(
+                "the answer the engine was stopped in ended whole, so the stop did not "
+                f"interrupt it{self.said()}"
+            )
 
 
 @dataclasses.dataclass
@@ -223,6 +233,7 @@ def faults(container: Container, cold_start: float) -> dict[str, float]:
     stall_to_503 = until_ping(container, 503, stopped, NOTICE_SECONDS, stall.said)
     stall_to_200 = until_ping(container, 200, stopped)
     stall.thread.join(60)
+    stall.check_interrupted()
     container.kill_engine(signal.SIGKILL)
     killed = time.monotonic()
     kill_to_503 = until_ping(container, 503, killed, NOTICE_SECONDS)

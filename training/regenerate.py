@@ -23,7 +23,7 @@ from pathlib import Path
 
 from serving.engine_args.agents import agent_flags
 from training import cpu_shims
-from training.chat_render import Chat, served_chat_template
+from training.chat_render import Chat
 from training.rows import Row
 from training.steps import run_step
 
@@ -37,15 +37,19 @@ def free_port() -> int:
 
 
 def server_argv(
-    target: Path, port: int, dtype: str | None = None, chat_template: Path | None = None
+    target: Path,
+    port: int,
+    dtype: str | None = None,
+    flags: tuple[str, ...] = (),
+    chat_template: Path | None = None,
 ) -> list[str]:
     """vLLM's server for `target` with the serving container's flags for agents (tool-call
-    parser, arguments held to their schemas, bounded JSON whitespace) and its chat template,
-    so that answers are written as the endpoint writes them."""
+    parser, arguments held to their schemas, bounded JSON whitespace: `flags`) and its chat
+    template, so that answers are written as the endpoint writes them."""
     argv = [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server",
         "--model", str(target), "--host", "127.0.0.1", "--port", str(port),
-        *agent_flags({}, target, []).flags,
+        *flags,
     ]  # fmt: skip
     if chat_template is not None:
         argv += ["--chat-template", str(chat_template)]
@@ -72,13 +76,13 @@ def vllm_server(target: Path, log: Path, dtype: str | None = None) -> Iterator[s
     """vLLM's OpenAI server for `target` on a free loopback port; its chat URL."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    template = None
-    if (served := served_chat_template(target)) is not None:
+    agents, template = agent_flags({}, target, []), None
+    if agents.chat_template is not None:
         template = log.with_name("chat_template.jinja")
-        template.write_text(served)
+        template.write_text(agents.chat_template)
     with log.open("w") as output:
         server = subprocess.Popen(
-            server_argv(target, port, dtype, template), stdout=output, stderr=output
+            server_argv(target, port, dtype, agents.flags, template), stdout=output, stderr=output
         )
     try:
         deadline = time.monotonic() + SERVER_START_SECONDS
