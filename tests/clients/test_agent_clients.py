@@ -1,9 +1,14 @@
 """Agent frameworks and clients with tools, each at a pinned current release in an environment
 of its own, unchanged, against the real container with P-EAGLE on: Strands Agents' agent loop
 (the model calls a Python tool, reads its answer, answers), the OpenAI SDK on /v1, LiteLLM's
-`sagemaker_chat/` and langchain-aws. Every case's calls, arguments and words equal the same
-client's against the target alone (no speculation, greedy), streamed equals whole, and every
-call follows the tool's schema."""
+`sagemaker_chat/` and langchain-aws.
+
+On the demo pair every case's calls, arguments and words equal the same client's against the
+target alone (no speculation, greedy), streamed equals whole, and every call follows the
+tool's schema. On the real pair `make serve` serves (SmolLM2-135M-Instruct, whose template
+teaches no tool syntax) every forced call (named, `required`, the round trip's first) follows
+the schema, whole and streamed alike; under `auto` the model may answer in words instead,
+which docs/real-model.md measures and no test asserts."""
 
 from __future__ import annotations
 
@@ -108,6 +113,47 @@ def test_the_agent_client_calls_the_tool_as_the_target_alone_would(client, urls)
             assert outcome["tool_runs"] >= 1, (case, outcome)
             assert outcome["stop_reason"] in ("end_turn", "cancelled"), (case, outcome)
             assert outcome["content"] or outcome["stop_reason"] == "cancelled", (case, outcome)
-    gaps = [f"{case}: {why}" for case, (why, _) in UPSTREAM.items() if case in with_peagle]
+    xfail_upstream_gaps(with_peagle)
+
+
+def xfail_upstream_gaps(results: dict) -> None:
+    gaps = [f"{case}: {why}" for case, (why, _) in UPSTREAM.items() if case in results]
     if gaps:
         pytest.xfail("; ".join(gaps))
+
+
+@pytest.fixture(scope="module")
+def real_urls(real):
+    """Where each kind of client reaches the real pair's container (P-EAGLE on)."""
+    with local_runtime(real.url) as runtime:
+        yield {"runtime": runtime, "container": real.url}
+
+
+def forced(case: str) -> bool:
+    """A case whose tool_choice makes the engine write a call (its grammar, not the model)."""
+    return any(choice in case for choice in ("required", "named", "round trip"))
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+def test_on_the_real_pair_every_forced_call_follows_the_schema(client, real_urls):
+    env, script, target = CLIENTS[client]
+    results = run_calls(env, script, real_urls[target], ENDPOINT, MAX_TOKENS)
+    found = {case: o for case, o in outcomes(results).items() if "error" not in o}
+    assert found or set(results) <= set(UPSTREAM), "every case ended in the target's error"
+    for case, outcome in found.items():
+        if forced(case):
+            assert outcome["calls"], (case, outcome)
+            assert_calls_follow_the_schema(case, outcome["calls"])
+        else:  # auto: a call, or words instead of one
+            assert outcome["calls"] or outcome["content"], (case, outcome)
+        if "then" in outcome:  # the tool's answer read: words, or another call
+            assert outcome["content"] or outcome["then"], (case, outcome)
+        stream = found.get(f"{case} stream")
+        if stream is not None:
+            assert stream == outcome, case
+    if client == "strands agents":
+        for case, outcome in found.items():
+            # The loop ran the tool as often as the model called it, and ended.
+            assert outcome["tool_runs"] == len(outcome["calls"]), (case, outcome)
+            assert outcome["stop_reason"] in ("end_turn", "cancelled"), (case, outcome)
+    xfail_upstream_gaps(results)

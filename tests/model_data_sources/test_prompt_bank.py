@@ -4,7 +4,9 @@ among them, answered by the real target as the endpoint answers them."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import lzma
 from collections import Counter
 
 import jsonschema
@@ -87,3 +89,23 @@ def test_the_real_target_answers_an_agents_session_as_the_endpoint_does(real, sh
         result, answer = record["messages"][2:]
         assert result["role"] == "tool" and result["tool_call_id"] == made["id"] == "call_1"
         assert answer["role"] == "assistant" and len(record["finish"]) == 2
+
+
+def test_the_answers_kept_in_the_repository_answer_what_the_bank_asks() -> None:
+    """Each shipped shard is the file its manifest entry names, and answers, in order, the
+    conversations the bank asks in that place: a change to the bank's order would train
+    heads on answers to other questions."""
+    bank = prompt_bank.conversations()
+    manifest = answer_bank.read_manifest()
+    assert answer_bank.stale_shards(bank, manifest) == []
+    asked = answer_bank.shards(bank)
+    for name, figures in manifest["shards"].items():
+        path = answer_bank.ANSWERS / name
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == figures["sha256"], name
+        answered = [json.loads(line) for line in lzma.decompress(path.read_bytes()).splitlines()]
+        questions = asked[int(name.split("-")[1].split(".")[0])]
+        assert len(answered) == figures["conversations"] == len(questions), name
+        for question, answer in zip(questions, answered, strict=True):
+            users = [m for m in answer["messages"] if m["role"] in ("system", "user")]
+            assert users == [m for m in question["messages"] if m["role"] in ("system", "user")]
+            assert answer["messages"][-1]["role"] == "assistant", name
