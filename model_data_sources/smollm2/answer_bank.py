@@ -189,10 +189,11 @@ def write_shard(
     MANIFEST.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 
-def read_shards() -> list[dict[str, Any]]:
-    """Every answered conversation the repository holds, shard by shard."""
+def read_shards(names: list[str] | None = None) -> list[dict[str, Any]]:
+    """The answered conversations the repository holds (those of the shards `names`, or every
+    one), shard by shard."""
     conversations = []
-    for name in sorted(read_manifest()["shards"]):
+    for name in sorted(read_manifest()["shards"]) if names is None else names:
         text = lzma.decompress((ANSWERS / name).read_bytes()).decode()
         conversations += [json.loads(line) for line in text.splitlines() if line]
     return conversations

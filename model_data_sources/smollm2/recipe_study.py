@@ -10,6 +10,11 @@ of which the recipe's prompt generator writes.
 Every variant keeps its result in DIR/study/<variant>/result.json and is skipped when that
 is there; the trainer resumes a variant from its last checkpoint. The figures go to
 docs/results/peagle-recipe.md; once a recipe is chosen, this module goes.
+
+A variant with `bank_shards` learns from the prompt bank's answers kept in the repository
+(answer_bank.py), its first N shards, instead of the recipe's: every conversation but those
+whose first question is one of the recipe's held-out prompts (the bank's templates write some
+of them word for word), measured on the same held-out sets.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ class Variant:
     epochs: int = 1
     k: int = 8  # trained depth
     measured_k: int = 7
+    bank_shards: int = 0  # > 0: learn from the bank's first N answered shards
     overrides: dict[str, Any] = field(default_factory=dict)
 
 
@@ -46,6 +52,8 @@ VARIANTS = {
     "peagle-2L-bf16": Variant(num_layers=2),
     "peagle-4L-bf16": Variant(num_layers=4),
     "eagle3-1L-bf16": Variant(speculator_type="eagle3", k=4, measured_k=3),
+    "peagle-1L-bf16-bank8": Variant(bank_shards=8),
+    "peagle-4L-bf16-bank8": Variant(num_layers=4, bank_shards=8),
 }
 
 
@@ -86,6 +94,37 @@ def data(target: Path, work: Path) -> tuple[recipe.Split, Path, list[int]]:
     aux_ids = aux_layer_ids(int(config["num_hidden_layers"]))
     recipe.hidden(target, data_dir, aux_ids)
     return split, data_dir, aux_ids
+
+
+def bank_rows(target: Path, split: recipe.Split, shards: int) -> list[Any]:
+    """Training rows of the bank's first `shards` answered shards, rendered as the endpoint
+    renders them, without the recipe's held-out prompts."""
+    from model_data_sources.smollm2 import answer_bank
+    from training.chat_render import serving_tokenizer
+    from training.rows import tokenized
+
+    names = sorted(answer_bank.read_manifest()["shards"])[:shards]
+    if len(names) < shards or names != [answer_bank.shard_name(i) for i in range(shards)]:
+        raise SystemExit(
+            f"the repository holds {len(names)} answered shards in a row; {shards} wanted "
+            "(python -m model_data_sources.smollm2 answer-bank)"
+        )
+    held_out = {split.conversations[index]["messages"][0]["content"] for index in split.held_out}
+    chats = [
+        {key: chat[key] for key in ("messages", "tools") if key in chat}
+        for chat in answer_bank.read_shards(names)
+        if chat["messages"][0]["content"] not in held_out
+    ]
+    return tokenized(serving_tokenizer(target), chats, recipe.MAX_LENGTH)
+
+
+def bank_data(target: Path, work: Path, split: recipe.Split, shards: int, aux_ids: list[int]):
+    """The bank's packed rows and hidden states, made once for each number of shards."""
+    folder = work / f"bank-{shards}"
+    if not (folder / "data" / ".prepared").is_file():
+        recipe.prepare(target, bank_rows(target, split, shards), folder)
+    recipe.hidden(target, folder / "data", aux_ids)
+    return folder / "data"
 
 
 def steps_of(save_dir: Path) -> int:
@@ -183,7 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for name in args.variants:
         recipe.log(f"study: {name}")
-        results.append(run_variant(name, target, split, data_dir, aux_ids, args.work))
+        shards = VARIANTS[name].bank_shards
+        learn_from = bank_data(target, args.work, split, shards, aux_ids) if shards else data_dir
+        results.append(run_variant(name, target, split, learn_from, aux_ids, args.work))
         print(table(results), flush=True)
     return 0
 
