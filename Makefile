@@ -203,6 +203,7 @@ check: serve-model
 ENGINE_FAULT_TESTS := \
 	tests/serving/test_lifecycle.py::test_engine_death_fails_requests_fast_and_exits_non_zero \
 	tests/serving/test_self_healing.py::test_a_stalled_engine_answers_its_requests_and_is_restarted_in_place \
+	tests/serving/test_self_healing.py::test_an_engine_stalled_while_idle_is_found_by_the_next_request \
 	tests/serving/test_self_healing.py::test_a_killed_engine_ends_its_stream_with_an_error_and_comes_back \
 	tests/serving/test_self_healing.py::test_one_death_more_than_allowed_ends_the_container \
 	tests/serving/test_self_healing.py::test_a_stop_during_a_restart_exits_0_within_sagemakers_30_s

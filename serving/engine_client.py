@@ -10,7 +10,8 @@ types: bytes in, bytes out, and `EngineError` when the engine is not there.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+import weakref
+from collections.abc import AsyncIterator, Callable, Mapping
 from types import SimpleNamespace
 
 import aiohttp
@@ -50,11 +51,27 @@ def as_text(headers: RawHeaders) -> list[tuple[str, str]]:
     return [(name.decode("latin-1"), value.decode("utf-8")) for name, value in headers]
 
 
-class EngineAnswer:
-    """An answer whose status and headers have arrived; its body is read once, as it comes."""
+class Once:
+    """A call that runs the first time only."""
 
-    def __init__(self, response: aiohttp.ClientResponse):
+    def __init__(self, call: Callable[[], None]):
+        self.call: Callable[[], None] | None = call
+
+    def __call__(self) -> None:
+        if self.call is not None:
+            self.call, call = None, self.call
+            call()
+
+
+class EngineAnswer:
+    """An answer whose status and headers have arrived; its body is read once, as it comes.
+    `answered` runs once: when the first of its body has come, when it is closed, or when it
+    is dropped unread (a client gone before its answer began)."""
+
+    def __init__(self, response: aiohttp.ClientResponse, answered: Callable[[], None]):
         self._response = response
+        self._body_began = Once(answered)
+        weakref.finalize(self, self._body_began)
         self.status = response.status
         self.raw_headers: RawHeaders = list(response.raw_headers)
 
@@ -65,6 +82,7 @@ class EngineAnswer:
         """The body as it arrives, whatever has arrived at each step."""
         try:
             async for chunk in self._response.content.iter_any():
+                self._body_began()
                 yield chunk
         except (aiohttp.ClientError, OSError) as error:
             raise EngineError(repr(error)) from error
@@ -74,10 +92,13 @@ class EngineAnswer:
             return await self._response.read()
         except (aiohttp.ClientError, OSError) as error:
             raise EngineError(repr(error)) from error
+        finally:
+            self._body_began()
 
     def close(self) -> None:
         """Keep the connection when the body was read to its end; otherwise close it, which
         is how vLLM learns to abort a generation nobody reads any more."""
+        self._body_began()
         if self._response.content.is_eof():
             self._response.release()
         else:
@@ -119,6 +140,9 @@ class EngineClient:
         self._fresh: aiohttp.ClientSession | None = None
         # Why the engine is away, for the answers of requests it leaves (a stall, a restart).
         self.unavailable: str | None = None
+        # Requests sent whose answer has not begun: the engine's work that its own gauges
+        # miss while its core takes no step (serving/stall_watch.py).
+        self.unanswered = 0
 
     def session(self) -> aiohttp.ClientSession:
         # Made on first use: aiohttp wants a running event loop.
@@ -155,16 +179,37 @@ class EngineClient:
         )
 
     async def send(
-        self, method: str, target: bytes, content: bytes, headers: RawHeaders
+        self, method: str, target: bytes, content: bytes, headers: RawHeaders, watched: bool = True
     ) -> EngineAnswer:
         """Send a request; return once the answer's headers are in. Cancelling closes the
-        connection.
+        connection. A `watched` request counts in `unanswered` until its answer's body
+        begins: one the engine must take steps to answer (an adapter's load takes none).
 
         A request that fails on a pooled connection before any answer came back went on a
         connection the engine had just closed (its keep-alive ran out as the request was
         written): it goes again, once, on a fresh connection. Any other failure, or a second
         one, is the engine's absence."""
-        sent = SimpleNamespace(reused=False)
+        if not watched:
+            return await self._send_once_more(method, target, content, headers, lambda: None)
+        self.unanswered += 1
+        try:
+            return await self._send_once_more(method, target, content, headers, self._answered)
+        except BaseException:
+            self._answered()
+            raise
+
+    def _answered(self) -> None:
+        self.unanswered -= 1
+
+    async def _send_once_more(
+        self,
+        method: str,
+        target: bytes,
+        content: bytes,
+        headers: RawHeaders,
+        answered: Callable[[], None],
+    ) -> EngineAnswer:
+        sent = SimpleNamespace(reused=False, answered=answered)
         try:
             return await self._send(self.session(), method, target, content, headers, sent)
         except CLOSED_UNDER_US as error:
@@ -175,7 +220,8 @@ class EngineClient:
             raise EngineError(repr(error)) from error
         try:
             fresh = self.fresh_session()
-            return await self._send(fresh, method, target, content, headers, SimpleNamespace())
+            again = SimpleNamespace(reused=False, answered=answered)
+            return await self._send(fresh, method, target, content, headers, again)
         except (aiohttp.ClientError, OSError) as error:
             raise EngineError(repr(error)) from error
 
@@ -197,7 +243,7 @@ class EngineClient:
             compress=None,
             trace_request_ctx=sent,
         )
-        return EngineAnswer(response)
+        return EngineAnswer(response, sent.answered)
 
     async def get(self, path: str, timeout: float) -> tuple[int, str] | None:
         """A small GET (health, metrics): its status and text, or None when unreachable."""

@@ -148,8 +148,9 @@ class Exchanges:
         loaded is answered as the engine answers a model it does not serve."""
         if (missing := await self.models.missing_adapter(headers)) is not None:
             return Answer(NotServed(missing), record)
-        upstream = await self.client.send(method, target, content, headers)
-        if target.startswith(ADAPTER_ROUTES):
+        adapters = target.startswith(ADAPTER_ROUTES)
+        upstream = await self.client.send(method, target, content, headers, watched=not adapters)
+        if adapters:
             self.models.forget()
         if self._chooses(record, upstream.status, content):
             return Answer(upstream, record, self.capture, content)

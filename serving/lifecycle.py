@@ -119,7 +119,9 @@ class Lifecycle:
         watches = {exited}
         if self.stall_seconds > 0:
             metrics = functools.partial(self.client.get_text, "/metrics")
-            watch = StallWatch(self.stall_seconds, metrics, self.in_flight)
+            watch = StallWatch(
+                self.stall_seconds, metrics, self.in_flight, lambda: self.client.unanswered
+            )
             watches.add(asyncio.ensure_future(watch.watch()))
         try:
             done, _ = await asyncio.wait(watches, return_when=asyncio.FIRST_COMPLETED)

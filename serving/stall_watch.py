@@ -1,10 +1,13 @@
 """Is the engine still making progress? A wedged engine (a kernel or collective that never
 returns) keeps its port and its /health; only its own counters show that it stopped.
 
-While the engine has work (requests running or waiting, by its gauges), some of its
-progress counters must move: engine steps, prompt tokens, generated tokens. However slowly
-they move, that is progress; a non-streamed 4,000-token answer sends nothing to the client
-for a minute and is not a stall. An engine whose metrics do not answer while the front has
+While the engine has work, some of its progress counters must move: engine steps, prompt
+tokens, generated tokens. However slowly they move, that is progress; a non-streamed
+4,000-token answer sends nothing to the client for a minute and is not a stall. The engine
+has work when its gauges say requests are running or waiting, or when a request the front
+sent it has no answer begun (serving/engine_client.py): vLLM sets its gauges only as its
+core takes a step, so a core wedged while idle reads 0 and 0 for ever, and the requests sent
+to it after are the only sign. An engine whose metrics do not answer while the front has
 requests in flight counts as making none.
 """
 
@@ -73,11 +76,13 @@ class StallWatch:
         stall_seconds: float,
         engine_metrics: Callable[[], Awaitable[str | None]],
         in_flight: Callable[[], int],
+        unanswered: Callable[[], int],
         clock: Callable[[], float] = time.monotonic,
     ):
         self.stall_seconds = stall_seconds
         self.engine_metrics = engine_metrics
         self.in_flight = in_flight
+        self.unanswered = unanswered
         self.clock = clock
         self.poll_seconds = min(POLL_SECONDS_MAX, stall_seconds / 6)
 
@@ -105,9 +110,12 @@ class StallWatch:
             return f"its metrics did not answer with {self.in_flight()} request(s) in flight"
         reading = read(text)
         previous, self.last = self.last, reading
-        if not reading.busy or previous is None or reading.progress != previous.progress:
+        unanswered = self.unanswered()
+        busy = reading.busy or unanswered > 0
+        if not busy or previous is None or reading.progress != previous.progress:
             return None
+        sent = f", {unanswered} sent with no answer begun" if unanswered else ""
         return (
-            f"{reading.running:.0f} running and {reading.waiting:.0f} waiting, "
+            f"{reading.running:.0f} running and {reading.waiting:.0f} waiting{sent}, "
             f"generated tokens stuck at {reading.progress[2]:.0f}"
         )

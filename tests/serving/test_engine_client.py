@@ -119,6 +119,45 @@ def test_a_request_goes_again_only_once():
     assert accepted == [2]  # the pooled try, then one fresh one
 
 
+async def unanswered_counts(path: str) -> list[int]:
+    """The client's count of requests with no answer begun: while one is sent, once its
+    headers are in, once its body is read; for one dropped unread; for one that fails."""
+    client = EngineClient(path, max_connections=4)
+    counts = []
+    try:
+        sending = asyncio.ensure_future(client.send("POST", b"/invocations", b"{}", []))
+        await asyncio.sleep(0)
+        counts.append(client.unanswered)
+        upstream = await sending
+        counts.append(client.unanswered)
+        await upstream.read()
+        counts.append(client.unanswered)
+        upstream.close()
+        dropped = await client.send("POST", b"/invocations", b"{}", [])
+        counts.append(client.unanswered)
+        del dropped  # a relay whose client left before the answer began
+        counts.append(client.unanswered)
+        unwatched = await client.send("POST", b"/adapters", b"{}", [], watched=False)
+        counts.append(client.unanswered)
+        unwatched.close()
+        with contextlib.suppress(EngineError):
+            await client.send("POST", b"/invocations", b"{}", [])
+        counts.append(client.unanswered)
+    finally:
+        await client.aclose()
+    return counts
+
+
+def test_a_request_is_unanswered_until_its_answer_begins_and_never_after():
+    # Three requests answered on the first connection; the fourth meets a close, and its
+    # second try on a fresh connection does too.
+    def three_answers(connection: int, request: int) -> str:
+        return "answer" if (connection, request) in ((1, 1), (1, 2), (1, 3)) else "close"
+
+    with scripted_engine(three_answers) as (path, _):
+        assert asyncio.run(unanswered_counts(path)) == [1, 1, 0, 1, 0, 0, 0]
+
+
 @pytest.mark.parametrize(
     "environ, engine_seconds",
     [({}, ENGINE_KEEP_ALIVE_SECONDS), ({ENGINE_KEEP_ALIVE_VAR: "8"}, 8)],

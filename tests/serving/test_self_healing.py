@@ -1,8 +1,8 @@
 """Self-healing on the real engine: a stalled engine (its engine-core and worker processes
-stopped, as by a kernel that never returns) is noticed and restarted in place, a killed one
-too, until the restart budget is spent; then the container exits non-zero. Each test says
-what every request got, and when. The first three phases run in order on one container; the
-last two end containers of their own.
+stopped, as by a kernel that never returns) is noticed and restarted in place, whether it
+stopped under a request or while idle, a killed one too, until the restart budget is spent;
+then the container exits non-zero. Each test says what every request got, and when. The
+first four phases run in order on one container; the last two end containers of their own.
 
 A stall or kill must land while its request runs: each test proves that it did, and makes an
 attempt again when the machine let the request run whole first (tests/support/interrupts.py).
@@ -33,8 +33,9 @@ from tests.support.interrupts import Background, interrupted, serving, wait_runn
 from tests.support.stalls import WATCH
 
 STALL_SECONDS = 6
-# Room for one kill that lands after its request ran whole: that kill restarts an idle engine.
-RESTARTS = 3
+# A stall under a request, one while idle, a kill, and room for one kill that lands after its
+# request ran whole: that kill restarts an idle engine.
+RESTARTS = 4
 LONG = {
     "messages": [{"role": "user", "content": "def fibonacci(n):"}],
     "max_tokens": 1900,
@@ -165,6 +166,24 @@ def test_a_stalled_engine_answers_its_requests_and_is_restarted_in_place(healing
     assert httpx.post(f"{healing.url}/invocations", json=SHORT, timeout=120).status_code == 200
     assert healing.metric("serving_engine_stalls_total") == stalls + 1
     assert restarts(healing, "stall") == stall_restarts + 1
+
+
+def test_an_engine_stalled_while_idle_is_found_by_the_next_request(healing):
+    """vLLM sets its gauges as its core takes a step: a core stopped with nothing to do reads
+    0 running and 0 waiting for ever. The request sent to it is what shows the stall; before,
+    it waited for an answer that never came, and /ping stayed 200."""
+    serving(healing)
+    stalls_restarted = restarted(healing, "stalled")
+    healing.kill_engine(signal.SIGSTOP, workers=True)
+    sent = time.monotonic()
+    answer = httpx.post(f"{healing.url}/invocations", json=SHORT, timeout=STALL_SECONDS + 60)
+    answered = time.monotonic()
+    assert answer.status_code == 503, answer.text
+    message = answer.json()["error"]["message"]
+    assert "stalled" in message and "1 sent with no answer begun" in message, message
+    assert WATCH.running(sent, answered) < STALL_SECONDS + 10
+    wait_restarted(healing, "stalled", stalls_restarted + 1)
+    assert httpx.post(f"{healing.url}/invocations", json=SHORT, timeout=120).status_code == 200
 
 
 def test_a_killed_engine_ends_its_stream_with_an_error_and_comes_back(healing):

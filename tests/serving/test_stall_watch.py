@@ -27,11 +27,11 @@ def metrics(running: int, waiting: int, steps: int, prompt: int, generated: int)
     )
 
 
-def watch(in_flight: int = 1) -> StallWatch:
+def watch(in_flight: int = 1, unanswered: int = 0) -> StallWatch:
     async def no_metrics() -> None:
         return None
 
-    return StallWatch(60, no_metrics, lambda: in_flight)
+    return StallWatch(60, no_metrics, lambda: in_flight, lambda: unanswered)
 
 
 def test_the_lines_wanted_are_read_and_others_left():
@@ -55,6 +55,16 @@ def test_work_without_progress_is_a_stall_and_no_work_is_none():
     assert stall.check(metrics(0, 0, 10, 300, 40)) is None
 
 
+def test_a_request_sent_with_no_answer_is_work_that_the_gauges_miss():
+    # A core wedged while idle never steps again, so its gauges keep reading 0 and 0.
+    stall = watch(unanswered=1)
+    assert stall.check(metrics(0, 0, 10, 300, 40)) is None
+    seen = stall.check(metrics(0, 0, 10, 300, 40))
+    assert (
+        seen == "0 running and 0 waiting, 1 sent with no answer begun, generated tokens stuck at 40"
+    )
+
+
 def test_metrics_that_do_not_answer_count_only_with_requests_in_flight():
     assert "did not answer with 3 request(s)" in watch(in_flight=3).check(None)
     assert watch(in_flight=0).check(None) is None
@@ -68,7 +78,7 @@ def test_watch_returns_after_the_window_without_progress():
         now[0] += 1.0
         return next(texts)
 
-    stall = StallWatch(6, engine_metrics, lambda: 1, clock=lambda: now[0])
+    stall = StallWatch(6, engine_metrics, lambda: 1, lambda: 0, clock=lambda: now[0])
     stall.poll_seconds = 0
     seen = asyncio.run(asyncio.wait_for(stall.watch(), 5))
     assert seen.startswith("the engine made no progress for 6 s")
