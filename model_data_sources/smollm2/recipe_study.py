@@ -12,9 +12,9 @@ is there; the trainer resumes a variant from its last checkpoint. The figures go
 docs/results/peagle-recipe.md; once a recipe is chosen, this module goes.
 
 A variant with `bank_shards` learns from the prompt bank's answers kept in the repository
-(answer_bank.py), its first N shards, instead of the recipe's: every conversation but those
-whose first question is one of the recipe's held-out prompts (the bank's templates write some
-of them word for word), measured on the same held-out sets.
+(answer_bank.py), the first N shards of its answer order, instead of the recipe's: every
+conversation but those whose first question is one of the recipe's held-out prompts (the
+bank's templates write some of them word for word), measured on the same held-out sets.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Variant:
     epochs: int = 1
     k: int = 8  # trained depth
     measured_k: int = 7
-    bank_shards: int = 0  # > 0: learn from the bank's first N answered shards
+    bank_shards: int = 0  # > 0: learn from the first N shards of the bank's answer order
     overrides: dict[str, Any] = field(default_factory=dict)
 
 
@@ -99,15 +99,17 @@ def data(target: Path, work: Path) -> tuple[recipe.Split, Path, list[int]]:
 def bank_rows(target: Path, split: recipe.Split, shards: int) -> list[Any]:
     """Training rows of the bank's first `shards` answered shards, rendered as the endpoint
     renders them, without the recipe's held-out prompts."""
-    from model_data_sources.smollm2 import answer_bank
+    from model_data_sources.smollm2 import answer_bank, prompt_bank
     from training.chat_render import serving_tokenizer
     from training.rows import tokenized
 
-    names = sorted(answer_bank.read_manifest()["shards"])[:shards]
-    if len(names) < shards or names != [answer_bank.shard_name(i) for i in range(shards)]:
+    bank = answer_bank.shards(prompt_bank.conversations())
+    names = [answer_bank.shard_name(i) for i in answer_bank.answer_order(len(bank))[:shards]]
+    missing = sorted(set(names) - set(answer_bank.read_manifest()["shards"]))
+    if missing:
         raise SystemExit(
-            f"the repository holds {len(names)} answered shards in a row; {shards} wanted "
-            "(python -m model_data_sources.smollm2 answer-bank)"
+            f"{', '.join(missing)} of the bank's first {shards} shards to answer are not "
+            "answered yet (python -m model_data_sources.smollm2 answer-bank)"
         )
     held_out = {split.conversations[index]["messages"][0]["content"] for index in split.held_out}
     chats = [

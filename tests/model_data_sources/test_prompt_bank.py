@@ -109,3 +109,15 @@ def test_the_answers_kept_in_the_repository_answer_what_the_bank_asks() -> None:
             users = [m for m in answer["messages"] if m["role"] in ("system", "user")]
             assert users == [m for m in question["messages"] if m["role"] in ("system", "user")]
             assert answer["messages"][-1]["role"] == "assistant", name
+
+
+def test_the_first_shards_answered_hold_the_kinds_an_endpoint_serves() -> None:
+    """The bank keeps each kind together; answered in answer_order, the first eight shards
+    (under an hour of answering on two cores) already hold most kinds, agents' sessions
+    among them, and every shard comes once."""
+    asked = answer_bank.shards(prompt_bank.conversations())
+    order = answer_bank.answer_order(len(asked))
+    assert sorted(order) == list(range(len(asked)))
+    kinds = Counter(c["kind"] for index in order[:8] for c in asked[index])
+    assert {"chat", "code", "json", "tools"} <= set(kinds)
+    assert max(kinds.values()) <= 0.4 * sum(kinds.values())
