@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 
 import httpx
+import pytest
+
+from tests.support.stalls import WATCH
 
 PROMPTS = [
     "def fibonacci(n):",
@@ -21,14 +25,20 @@ PROMPTS = [
 ]
 # Requests start a little apart and ask for different lengths, so the batch grows one request
 # at a time to all of them and shrinks again as the shorter ones end: every range of the
-# schedule is crossed both ways while requests are running.
+# schedule is crossed both ways while requests are running. The first must still run when
+# the last starts (1.05 s later): at K=7 the trained pair wrote 64 tokens in 0.83 s.
 STAGGER_SECONDS = 0.15
+FIRST_TOKENS = 192
+# A machine that holds the client's CPU while the engine answers starts the requests too far
+# apart for the batch to grow (CI, 2026-12-07: 3 at once, the client held 3.2 s): the load is
+# sent again, up to this many times in all.
+ATTEMPTS = 3
 
 
 def payload(index: int) -> dict:
     return {
         "prompt": PROMPTS[index],
-        "max_tokens": 64 + 16 * index,
+        "max_tokens": FIRST_TOKENS + 16 * index,
         "temperature": 0,
         "ignore_eos": True,
         "return_token_ids": True,
@@ -49,6 +59,8 @@ def staggered(url: str) -> tuple[list[list[int] | None], list[tuple[float, float
     failures: list[BaseException] = []
 
     def send(index: int) -> None:
+        # Each waits for its own moment: a thread the machine starts late delays no other.
+        time.sleep(max(0.0, start + index * STAGGER_SECONDS - time.monotonic()))
         began = time.monotonic()
         try:
             answers[index] = tokens(url, payload(index))
@@ -57,9 +69,9 @@ def staggered(url: str) -> tuple[list[list[int] | None], list[tuple[float, float
         spans[index] = (began, time.monotonic())
 
     threads = [threading.Thread(target=send, args=(i,)) for i in range(len(PROMPTS))]
+    start = time.monotonic() + 0.5  # every thread started by then, on a machine not held
     for thread in threads:
         thread.start()
-        time.sleep(STAGGER_SECONDS)
     for thread in threads:
         thread.join()
     if failures:
@@ -71,13 +83,29 @@ def most_at_once(spans: list[tuple[float, float]]) -> int:
     return max(sum(start <= moment < end for start, end in spans) for moment, _ in spans)
 
 
+def reaching(url: str, batch: int) -> list[list[int] | None]:
+    """The answers of a staggered load whose requests ran `batch` at once at some moment."""
+    foiled = []
+    for number in range(1, ATTEMPTS + 1):
+        began = time.monotonic()
+        answers, spans = staggered(url)
+        if most_at_once(spans) >= batch:
+            return answers
+        held = WATCH.stalled(began, time.monotonic())
+        foiled.append(
+            f"attempt {number}: at most {most_at_once(spans)} of {len(spans)} requests ran at "
+            f"once (the machine held a CPU for {held:.1f} s); spans {spans}"
+        )
+        warnings.warn(f"the staggered load: {foiled[-1]}; sending it again", stacklevel=2)
+    pytest.fail(f"the staggered load never ran {batch} requests at once:\n" + "\n".join(foiled))
+
+
 def assert_greedy_answers_equal_across_the_schedule(engine, plain, schedule: list) -> None:
     """The staggered load on `engine` (a K schedule), each answer against the target alone
     (`plain`), and no engine restart meanwhile."""
     restarts = engine.metric("serving_engine_restarts_total")
-    answers, spans = staggered(engine.url)
     # It means something only if the batch went past the last range's start.
-    assert most_at_once(spans) >= schedule[-1][0], spans
+    answers = reaching(engine.url, schedule[-1][0])
     for index, answer in enumerate(answers):
         assert answer == tokens(plain.url, payload(index)), f"prompt {index} differs"
     assert engine.metric("serving_engine_restarts_total") == restarts
