@@ -209,9 +209,11 @@ class EngineClient:
         headers: RawHeaders,
         answered: Callable[[], None],
     ) -> EngineAnswer:
-        sent = SimpleNamespace(reused=False, answered=answered)
+        sent = SimpleNamespace(reused=False)
         try:
-            return await self._send(self.session(), method, target, content, headers, sent)
+            return await self._send(
+                self.session(), method, target, content, headers, sent, answered
+            )
         except CLOSED_UNDER_US as error:
             if not sent.reused:
                 raise EngineError(repr(error)) from error
@@ -220,8 +222,9 @@ class EngineClient:
             raise EngineError(repr(error)) from error
         try:
             fresh = self.fresh_session()
-            again = SimpleNamespace(reused=False, answered=answered)
-            return await self._send(fresh, method, target, content, headers, again)
+            return await self._send(
+                fresh, method, target, content, headers, SimpleNamespace(), answered
+            )
         except (aiohttp.ClientError, OSError) as error:
             raise EngineError(repr(error)) from error
 
@@ -233,6 +236,7 @@ class EngineClient:
         content: bytes,
         headers: RawHeaders,
         sent: SimpleNamespace,
+        answered: Callable[[], None],
     ) -> EngineAnswer:
         response = await session.request(
             method,
@@ -243,7 +247,7 @@ class EngineClient:
             compress=None,
             trace_request_ctx=sent,
         )
-        return EngineAnswer(response, sent.answered)
+        return EngineAnswer(response, answered)
 
     async def get(self, path: str, timeout: float) -> tuple[int, str] | None:
         """A small GET (health, metrics): its status and text, or None when unreachable."""
