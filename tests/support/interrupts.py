@@ -96,10 +96,10 @@ def wait_running(container, request: Background) -> bool:
     return False
 
 
-def interrupted(what: str, attempt: Callable[[], str | None], attempts: int = 3) -> None:
-    """Run `attempt` until it interrupts its request: it returns None when it did, or a
-    sentence saying why this attempt could not (the request ran whole first). Each foiled
-    attempt is reported as a warning with the CPU holds seen meanwhile; all foiled fails."""
+def retried(what: str, attempt: Callable[[], str | None], attempts: int, gave_up: str) -> None:
+    """Run `attempt` until it does what it must, with the machine's say in it: it returns None
+    when it did, or a sentence saying why this attempt could not. Each foiled attempt is
+    reported as a warning with the CPU holds seen meanwhile; all foiled fails, `gave_up`."""
     foiled = []
     for number in range(1, attempts + 1):
         began = time.monotonic()
@@ -108,5 +108,11 @@ def interrupted(what: str, attempt: Callable[[], str | None], attempts: int = 3)
             return
         held = WATCH.stalled(began, time.monotonic())
         foiled.append(f"attempt {number}: {why} (the machine held a CPU for {held:.1f} s)")
-        warnings.warn(f"{what}: {foiled[-1]}; trying again", stacklevel=2)
-    pytest.fail(f"{what}: no attempt interrupted its request:\n" + "\n".join(foiled))
+        warnings.warn(f"{what}: {foiled[-1]}; trying again", stacklevel=3)
+    pytest.fail(f"{what}: {gave_up}:\n" + "\n".join(foiled))
+
+
+def interrupted(what: str, attempt: Callable[[], str | None], attempts: int = 3) -> None:
+    """Run `attempt` until it interrupts its request: it returns None when it did, or a
+    sentence saying why this attempt could not (the request ran whole first)."""
+    retried(what, attempt, attempts, "no attempt interrupted its request")

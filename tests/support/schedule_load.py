@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import threading
 import time
-import warnings
 
 import httpx
-import pytest
 
-from tests.support.stalls import WATCH
+from tests.support.interrupts import retried
 
 PROMPTS = [
     "def fibonacci(n):",
@@ -85,19 +83,17 @@ def most_at_once(spans: list[tuple[float, float]]) -> int:
 
 def reaching(url: str, batch: int) -> list[list[int] | None]:
     """The answers of a staggered load whose requests ran `batch` at once at some moment."""
-    foiled = []
-    for number in range(1, ATTEMPTS + 1):
-        began = time.monotonic()
+    reached: list[list[list[int] | None]] = []
+
+    def attempt() -> str | None:
         answers, spans = staggered(url)
         if most_at_once(spans) >= batch:
-            return answers
-        held = WATCH.stalled(began, time.monotonic())
-        foiled.append(
-            f"attempt {number}: at most {most_at_once(spans)} of {len(spans)} requests ran at "
-            f"once (the machine held a CPU for {held:.1f} s); spans {spans}"
-        )
-        warnings.warn(f"the staggered load: {foiled[-1]}; sending it again", stacklevel=2)
-    pytest.fail(f"the staggered load never ran {batch} requests at once:\n" + "\n".join(foiled))
+            reached.append(answers)
+            return None
+        return f"at most {most_at_once(spans)} of {len(spans)} requests ran at once; spans {spans}"
+
+    retried("the staggered load", attempt, ATTEMPTS, f"it never ran {batch} requests at once")
+    return reached[0]
 
 
 def assert_greedy_answers_equal_across_the_schedule(engine, plain, schedule: list) -> None:
